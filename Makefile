@@ -1,0 +1,63 @@
+# Thin wrapper over meson for the README's commands.  The build is meson.
+MESON   ?= meson
+BUILD   ?= build
+ASAN    ?= build-asan
+TSAN    ?= build-tsan
+FUZZB   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps demo check test check-asan check-tsan bench fuzz install clean
+
+all: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+deps:
+	@./scripts/install-deps.sh
+
+$(BUILD)/build.ninja: | deps
+	$(MESON) setup $(BUILD) --buildtype=debugoptimized -Dwerror=true
+
+$(ASAN)/build.ninja: | deps
+	$(MESON) setup $(ASAN) --buildtype=debug -Dwerror=true \
+		-Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false
+
+$(TSAN)/build.ninja: | deps
+	CC=clang $(MESON) setup $(TSAN) --buildtype=debugoptimized -Dwerror=true \
+		-Db_sanitize=thread -Db_lundef=false -Dbenchmarks=false
+
+$(FUZZB)/build.ninja: | deps
+	CC=clang $(MESON) setup $(FUZZB) --buildtype=debugoptimized \
+		-Dfuzz=true -Db_lundef=false -Dbenchmarks=false
+
+demo: all
+	./scripts/demo.sh $(BUILD)
+
+test: all
+	$(MESON) test -C $(BUILD) --print-errorlogs --no-suite slow
+
+# Every test: the plain build, the whole suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency suite
+# under ThreadSanitizer, and a short fuzzing run.
+check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
+	$(MESON) test -C $(BUILD) --print-errorlogs
+	ninja -C $(ASAN)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		$(MESON) test -C $(ASAN) --print-errorlogs --no-suite nosan
+	ninja -C $(TSAN)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		$(MESON) test -C $(TSAN) --print-errorlogs --suite concurrency
+	ninja -C $(FUZZB)
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
+
+bench: all
+	./scripts/bench.sh $(BUILD)
+
+fuzz: $(FUZZB)/build.ninja
+	ninja -C $(FUZZB)
+	./scripts/fuzz.sh $(FUZZB) $(FUZZ_SECONDS)
+
+install: all
+	$(MESON) install -C $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(FUZZB)

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * relstack - reliable, relocatable stack traces on Linux.
+ *
+ * Conventions: int functions return 0 (or a count) on success and a
+ * negative errno, or a negative RELSTACK_E* code, on failure;
+ * relstack_strerror() names either.  Pointer functions return NULL and set
+ * errno.  Functions marked async-signal-safe take no lock, allocate
+ * nothing, make no system call and preserve errno.
+ */
+#ifndef RELSTACK_RELSTACK_H
+#define RELSTACK_RELSTACK_H
+
+#include <relstack/entry.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes beyond errno (returned negated). */
+enum {
+	RELSTACK_EFORMAT = 1000, /* malformed format descriptor */
+	RELSTACK_ECORRUPT,       /* corrupt data */
+	RELSTACK_EVERSION,       /* unsupported format version */
+	RELSTACK_EMAGIC,         /* not a relstack file */
+	RELSTACK_EBUILDID,       /* build-id mismatch */
+	RELSTACK_ENOSYMBOLS,     /* no symbols found */
+};
+
+RELSTACK_API const char *relstack_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The object table's lookup index, for the capture path only.
+ *
+ * Readers bracket their lookups with rs_objtab_begin() / rs_objtab_end():
+ *
+ *	struct rs_objtab_view v;
+ *	do {
+ *		rs_objtab_begin(&v);
+ *		... rs_objtab_find(&v, addr, &r) for each address ...
+ *	} while (!rs_objtab_end(&v) && ++tries < RS_LATCH_TRIES);
+ *
+ * Results read between begin and end are valid only if end returns true.
+ * The steps are labelled as in the essay at the top of objtab.c.
+ */
+#ifndef RELSTACK_OBJTAB_LOCAL_H
+#define RELSTACK_OBJTAB_LOCAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capture/objtab.h"
+
+#define RS_LATCH_TRIES 8
+
+struct rs_index_range {
+	_Atomic uintptr_t start;
+	_Atomic uintptr_t end;
+	_Atomic uintptr_t bias;
+	_Atomic uint64_t slot_flags; /* slot in the low 32 bits, RELSTACK_OBJECT_* above */
+};
+
+struct rs_index {
+	_Atomic uint64_t epoch;
+	_Atomic uint32_t n;
+	struct rs_index_range r[RS_OBJTAB_SLOTS];
+};
+
+struct rs_latch {
+	_Atomic uint64_t seq;
+	struct rs_index copy[2];
+};
+
+RS_HIDDEN extern struct rs_latch rs_latch;
+
+RS_HIDDEN void rs_objtab_count_unknown(uint64_t n);
+RS_HIDDEN void rs_objtab_count_busy(void);
+
+struct rs_objtab_view {
+	uint64_t seq;
+	const struct rs_index *ix;
+	uint32_t n;
+	/* the last range found: runs of addresses in one object skip the search */
+	uintptr_t start, end, bias;
+	uint64_t slot_flags;
+};
+
+static inline void rs_objtab_begin(struct rs_objtab_view *v)
+{
+	/* 1: pairs with C in publish_index() */
+	v->seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
+	v->ix = &rs_latch.copy[v->seq & 1];
+	v->n = atomic_load_explicit(&v->ix->n, memory_order_relaxed);
+	v->start = v->end = v->bias = 0;
+	v->slot_flags = 0;
+}
+
+/* 3: pairs with the fence after A in publish_index() */
+static inline bool rs_objtab_end(const struct rs_objtab_view *v)
+{
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&rs_latch.seq, memory_order_relaxed) == v->seq;
+}
+
+static inline uint64_t rs_objtab_view_epoch(const struct rs_objtab_view *v)
+{
+	return atomic_load_explicit(&v->ix->epoch, memory_order_relaxed);
+}
+
+/*
+ * 2: find the range holding @addr.  Returns false for an address in no
+ * indexed object.  On success v->bias and v->slot_flags describe it.
+ */
+static inline bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t addr)
+{
+	uint32_t lo = 0, hi = v->n;
+	const struct rs_index_range *r = v->ix->r;
+
+	if (addr - v->start < v->end - v->start)
+		return true;
+	if (hi > RS_OBJTAB_SLOTS)
+		return false; /* only a torn read; the seq check rejects it */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (atomic_load_explicit(&r[mid].start, memory_order_relaxed) <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	r += lo - 1;
+	v->start = atomic_load_explicit(&r->start, memory_order_relaxed);
+	v->end = atomic_load_explicit(&r->end, memory_order_relaxed);
+	if (addr - v->start >= v->end - v->start) {
+		v->start = v->end = 0;
+		return false;
+	}
+	v->bias = atomic_load_explicit(&r->bias, memory_order_relaxed);
+	v->slot_flags = atomic_load_explicit(&r->slot_flags, memory_order_relaxed);
+	return true;
+}
+
+static inline uint32_t rs_objtab_view_slot(const struct rs_objtab_view *v)
+{
+	return (uint32_t)v->slot_flags;
+}
+
+static inline uint32_t rs_objtab_view_flags(const struct rs_objtab_view *v)
+{
+	return (uint32_t)(v->slot_flags >> 32);
+}
+
+/*
+ * The native entry word for an address inside the view's current range.
+ * The layout is the one relstack_format_native() describes; the capture
+ * side may use it as constants, decoders never do.
+ */
+#if UINTPTR_MAX == UINT64_MAX
+#define RS_NATIVE_FLAG (1ull << 63)
+#define RS_NATIVE_INDEX_SHIFT 53
+#define RS_NATIVE_OFFSET_MASK ((1ull << 53) - 1)
+#define RS_NATIVE_MAIN_MASK ((1ull << 63) - 1)
+#define RS_NATIVE_END (~0ull)
+#define RS_NATIVE_UNKNOWN (~0ull - 1)
+#define RS_NATIVE_SIGNAL (~0ull - 2)
+#else
+#define RS_NATIVE_FLAG (1ull << 31)
+#define RS_NATIVE_INDEX_SHIFT 24
+#define RS_NATIVE_OFFSET_MASK ((1ull << 24) - 1)
+#define RS_NATIVE_MAIN_MASK ((1ull << 31) - 1)
+#define RS_NATIVE_END 0xffffffffull
+#define RS_NATIVE_UNKNOWN 0xfffffffeull
+#define RS_NATIVE_SIGNAL 0xfffffffdull
+#endif
+
+static inline uint64_t rs_objtab_view_word(const struct rs_objtab_view *v, uintptr_t addr)
+{
+	uint64_t off = (uint64_t)(addr - v->bias);
+	uint32_t slot = rs_objtab_view_slot(v);
+
+	if (slot == 0)
+		return rs_likely(off <= RS_NATIVE_MAIN_MASK) ? off : RS_NATIVE_UNKNOWN;
+	if (rs_unlikely(off > RS_NATIVE_OFFSET_MASK))
+		return RS_NATIVE_UNKNOWN;
+	return RS_NATIVE_FLAG | (uint64_t)slot << RS_NATIVE_INDEX_SHIFT | off;
+}
+
+#endif

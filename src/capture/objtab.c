@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The object table: every object loaded in this process, by slot.
+ *
+ * Owns the slots (path, build-id, executable segment, load/unload epochs),
+ * the lookup index used while capturing, and the persisted images kept in
+ * buffer files.
+ *
+ * Writers and readers
+ * -------------------
+ * Writers are the statedump, re-scans and image mirroring.  They hold
+ * T.lock, so there is one writer at a time, and they never run in a signal
+ * handler.  Readers are captures: any thread, any time, signal handlers
+ * included.  They take no lock and make no system call.
+ *
+ * The index is a latch: two copies of a sorted array of code ranges.
+ *
+ *      latch.seq:   even -> readers use copy[0]      odd -> copy[1]
+ *
+ *      writer:  A  seq++ (now odd)  ; fence      readers move to copy[1]
+ *               B  rewrite copy[0]
+ *               C  seq++ (now even, release)     readers move to copy[0]
+ *               D  rewrite copy[1]
+ *
+ *      reader:  1  s = seq (acquire); use copy[s & 1]
+ *               2  binary search, all loads relaxed
+ *               3  fence (acquire); retry if seq != s
+ *
+ * A reader never sees the copy being rewritten unless it was preempted
+ * across a whole A..C or C..A' step; then the seq check (3, pairs with the
+ * fence after A and the release of C) catches it and the reader retries,
+ * at most RS_LATCH_TRIES times, then gives up and counts "busy".  A signal
+ * handler that interrupts the writer on its own thread reads the copy the
+ * writer is not touching and succeeds at once.
+ *
+ * Slots
+ * -----
+ * Slot 0 is the main executable.  A new object takes an EMPTY slot, or
+ * else the UNLOADED slot that was unloaded longest ago, provided every
+ * holder's horizon has passed its unload epoch (a record made before the
+ * unload could still name it otherwise).  No slot: the object is counted in
+ * "full" and its addresses encode as UNKNOWN, never as another index.
+ *
+ * Epochs count the table's changes.  Each scan that changes something is
+ * one new epoch; a word made in epoch E names the object that held its
+ * slot in E, i.e. load_epoch <= E < unload_epoch.
+ */
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "capture/objtab.h"
+#include "capture/objtab-local.h"
+#include "capture/fpcheck.h"
+
+_Static_assert(sizeof(struct rs_objtab_image_head) == 48, "image head is 48 bytes");
+_Static_assert(offsetof(struct rs_objtab_image_head, epoch) == 24, "image epoch at 24");
+_Static_assert(offsetof(struct rs_objtab_image_head, head_hash) == 40, "image head_hash at 40");
+_Static_assert(sizeof(struct rs_objtab_record) == 384, "object record is 384 bytes");
+_Static_assert(offsetof(struct rs_objtab_record, slot) == 8, "record slot at 8");
+_Static_assert(offsetof(struct rs_objtab_record, build_id) == 24, "record build_id at 24");
+_Static_assert(offsetof(struct rs_objtab_record, text_vaddr) == 64, "record text_vaddr at 64");
+_Static_assert(offsetof(struct rs_objtab_record, load_address) == 104, "record load_address at 104");
+_Static_assert(offsetof(struct rs_objtab_record, path) == 112, "record path at 112");
+
+struct rs_latch rs_latch;
+
+#define RS_MIRRORS 8
+
+struct mirror {
+	void *mem;
+	unsigned capacity;
+	bool with_addresses;
+	bool used;
+};
+
+/* What a scan found of one object. */
+struct found {
+	uintptr_t bias;
+	uintptr_t start, end;   /* executable span in this process */
+	struct relstack_object obj;
+	bool matched;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	bool ready;
+	unsigned capacity;
+	uint64_t epoch;
+	unsigned long long adds, subs;
+	struct relstack_object slot[RS_OBJTAB_SLOTS];
+	uintptr_t bias[RS_OBJTAB_SLOTS];
+	uintptr_t start[RS_OBJTAB_SLOTS], end[RS_OBJTAB_SLOTS];
+	struct found scan[RS_OBJTAB_SLOTS + 64];
+	unsigned nscan;
+	bool scan_overflow;
+	struct rs_range sorted[RS_OBJTAB_SLOTS];
+	struct mirror mirror[RS_MIRRORS];
+	_Atomic uint64_t holder[RS_OBJTAB_HOLDERS];
+	_Atomic bool holder_used[RS_OBJTAB_HOLDERS];
+} T = { .lock = PTHREAD_MUTEX_INITIALIZER, .capacity = RS_OBJTAB_SLOTS };
+
+/* Counters touched by readers: relaxed, each on its own. */
+static _Atomic uint64_t st_full, st_unknown, st_rescans, st_busy;
+
+void rs_objtab_count_unknown(uint64_t n)
+{
+	atomic_fetch_add_explicit(&st_unknown, n, memory_order_relaxed);
+}
+
+void rs_objtab_count_busy(void)
+{
+	atomic_fetch_add_explicit(&st_busy, 1, memory_order_relaxed);
+}
+
+/* ---- reading the loaded objects ---- */
+
+static void read_build_id(const ElfW(Phdr) *ph, uintptr_t bias, struct relstack_object *o)
+{
+	const unsigned char *p = (const unsigned char *)(bias + ph->p_vaddr);
+	const unsigned char *e = p + ph->p_memsz;
+	size_t align = ph->p_align == 8 ? 8 : 4;
+
+	while ((size_t)(e - p) >= sizeof(ElfW(Nhdr))) {
+		const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(const void *)p;
+		size_t name = (n->n_namesz + align - 1) & ~(align - 1);
+		size_t desc = (n->n_descsz + align - 1) & ~(align - 1);
+		const unsigned char *d = p + sizeof(*n) + name;
+
+		if (name > (size_t)(e - p) || desc > (size_t)(e - p) ||
+		    sizeof(*n) + name + desc > (size_t)(e - p))
+			return;
+		if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(p + sizeof(*n), "GNU", 4) == 0) {
+			size_t len = n->n_descsz < RELSTACK_BUILD_ID_MAX ? n->n_descsz : RELSTACK_BUILD_ID_MAX;
+			memcpy(o->build_id, d, len);
+			o->build_id_len = (uint32_t)len;
+			return;
+		}
+		p += sizeof(*n) + name + desc;
+	}
+}
+
+static void set_path(struct relstack_object *o, const char *path)
+{
+	size_t len = strlen(path);
+
+	if (len >= sizeof(o->path)) {
+		o->flags |= RELSTACK_OBJECT_PATH_CUT;
+		len = sizeof(o->path) - 1;
+	}
+	memcpy(o->path, path, len);
+	o->path[len] = '\0';
+}
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned *nth = data;
+	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	struct found *f;
+	bool have_text = false;
+
+	if ((*nth)++ == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		T.adds = info->dlpi_adds;
+		T.subs = info->dlpi_subs;
+	}
+	if (T.nscan == RS_ARRAY_SIZE(T.scan)) {
+		T.scan_overflow = true;
+		return 0;
+	}
+	f = &T.scan[T.nscan];
+	memset(f, 0, sizeof(*f));
+	f->bias = info->dlpi_addr;
+	f->obj.base = RELSTACK_BASE_LOAD_BIAS;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_NOTE && !f->obj.build_id_len)
+			read_build_id(ph, info->dlpi_addr, &f->obj);
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !ph->p_memsz)
+			continue;
+		if (!have_text) {
+			f->obj.text_vaddr = ph->p_vaddr;
+			f->obj.text_offset = ph->p_offset;
+			f->obj.text_size = ph->p_memsz;
+			have_text = true;
+		} else if (ph->p_vaddr + ph->p_memsz > f->obj.text_vaddr + f->obj.text_size) {
+			/* Several executable segments: keep their span. */
+			f->obj.text_size = ph->p_vaddr + ph->p_memsz - f->obj.text_vaddr;
+		}
+	}
+	if (!have_text)
+		return 0; /* nothing a stack can point into */
+	f->start = info->dlpi_addr + f->obj.text_vaddr;
+	f->end = f->start + f->obj.text_size;
+
+	if (*nth == 1) {
+		char exe[4096];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+		f->obj.flags |= RELSTACK_OBJECT_MAIN;
+		if (n <= 0) {
+			const char *fn = (const char *)getauxval(AT_EXECFN);
+
+			set_path(&f->obj, fn ? fn : "");
+		} else {
+			exe[n] = '\0';
+			set_path(&f->obj, exe);
+		}
+	} else if (vdso && (uintptr_t)info->dlpi_phdr >= vdso && (uintptr_t)info->dlpi_phdr < vdso + 4096) {
+		f->obj.flags |= RELSTACK_OBJECT_VDSO;
+		set_path(&f->obj, "[vdso]");
+	} else {
+		set_path(&f->obj, info->dlpi_name ? info->dlpi_name : "");
+	}
+	if (!rs_fp_object_keeps_fp(info, f->start, f->end))
+		f->obj.flags |= RELSTACK_OBJECT_NO_FP;
+	T.nscan++;
+	return 0;
+}
+
+static int peek_counters(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned long long *c = data;
+
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		c[0] = info->dlpi_adds;
+		c[1] = info->dlpi_subs;
+	} else {
+		c[0] = c[1] = ~0ull; /* no counters: always re-scan */
+	}
+	return 1;
+}
+
+static bool same_object(const struct relstack_object *o, uintptr_t bias, const struct found *f, uintptr_t obias)
+{
+	return bias == obias && o->text_vaddr == f->obj.text_vaddr && o->text_size == f->obj.text_size &&
+	       o->build_id_len == f->obj.build_id_len &&
+	       memcmp(o->build_id, f->obj.build_id, o->build_id_len) == 0 &&
+	       strcmp(o->path, f->obj.path) == 0;
+}
+
+/* ---- persisted images ---- */
+
+static void image_write_head(void *mem, unsigned capacity, bool with_addresses)
+{
+	struct rs_objtab_image_head *h = mem;
+
+	memcpy(h->magic, RS_OBJTAB_IMAGE_MAGIC, sizeof(h->magic));
+	h->version = RS_OBJTAB_IMAGE_VERSION;
+	h->record_size = sizeof(struct rs_objtab_record);
+	h->capacity = capacity;
+	h->flags = with_addresses ? RS_IMAGE_ADDRESSES : 0;
+	h->epoch = T.epoch;
+	h->full = atomic_load_explicit(&st_full, memory_order_relaxed);
+	h->reserved = 0;
+	h->head_hash = rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_objtab_image_head, head_hash));
+}
+
+static void image_write_record(void *mem, unsigned slot, bool with_addresses)
+{
+	struct rs_objtab_record *r =
+		(struct rs_objtab_record *)((char *)mem + sizeof(struct rs_objtab_image_head)) + slot;
+	const struct relstack_object *o = &T.slot[slot];
+	_Atomic uint32_t *seq = (_Atomic uint32_t *)&r->seq;
+	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
+
+	/* Odd while we write: a reader of a file whose writer died here rejects the record. */
+	atomic_store_explicit(seq, (s | 1u) == s ? s + 2 : s | 1u, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	memset((char *)r + offsetof(struct rs_objtab_record, slot), 0,
+	       sizeof(*r) - offsetof(struct rs_objtab_record, slot));
+	r->slot = slot;
+	r->state = (uint8_t)o->state;
+	r->base = (uint8_t)o->base;
+	r->flags = (uint16_t)o->flags;
+	r->build_id_len = (uint8_t)o->build_id_len;
+	memcpy(r->build_id, o->build_id, o->build_id_len);
+	r->text_vaddr = o->text_vaddr;
+	r->text_offset = o->text_offset;
+	r->text_size = o->text_size;
+	r->load_epoch = o->load_epoch;
+	r->unload_epoch = o->unload_epoch;
+	r->load_address = with_addresses && o->state == RELSTACK_OBJECT_LOADED ? T.bias[slot] : 0;
+	memcpy(r->path, o->path, sizeof(r->path));
+	r->hash = rs_hash32(RS_HASH32_INIT, &r->slot, sizeof(*r) - offsetof(struct rs_objtab_record, slot));
+	atomic_signal_fence(memory_order_seq_cst);
+	s = atomic_load_explicit(seq, memory_order_relaxed);
+	atomic_store_explicit(seq, s + 1, memory_order_release);
+}
+
+static void image_write_all(void *mem, unsigned capacity, bool with_addresses)
+{
+	unsigned n = capacity < T.capacity ? capacity : T.capacity;
+
+	image_write_head(mem, capacity, with_addresses);
+	for (unsigned i = 0; i < n; i++)
+		image_write_record(mem, i, with_addresses);
+	for (unsigned i = n; i < capacity; i++) {
+		struct rs_objtab_record *r =
+			(struct rs_objtab_record *)((char *)mem + sizeof(struct rs_objtab_image_head)) + i;
+
+		memset(r, 0, sizeof(*r));
+		r->slot = i;
+		r->hash = rs_hash32(RS_HASH32_INIT, &r->slot, sizeof(*r) - offsetof(struct rs_objtab_record, slot));
+	}
+}
+
+static void mirrors_write_slot(unsigned slot)
+{
+	for (unsigned m = 0; m < RS_MIRRORS; m++) {
+		if (!T.mirror[m].used || slot >= T.mirror[m].capacity)
+			continue;
+		image_write_record(T.mirror[m].mem, slot, T.mirror[m].with_addresses);
+	}
+}
+
+static void mirrors_write_heads(void)
+{
+	for (unsigned m = 0; m < RS_MIRRORS; m++)
+		if (T.mirror[m].used)
+			image_write_head(T.mirror[m].mem, T.mirror[m].capacity, T.mirror[m].with_addresses);
+}
+
+/* The smallest capacity any mirror has: slots beyond it would not persist. */
+static unsigned usable_capacity(void)
+{
+	unsigned cap = T.capacity;
+
+	for (unsigned m = 0; m < RS_MIRRORS; m++)
+		if (T.mirror[m].used && T.mirror[m].capacity < cap)
+			cap = T.mirror[m].capacity;
+	return cap;
+}
+
+/* ---- the index ---- */
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct rs_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void latch_write_copy(struct rs_index *ix, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		atomic_store_explicit(&ix->r[i].start, T.sorted[i].start, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].end, T.sorted[i].end, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].bias, T.sorted[i].bias, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].slot_flags,
+				      (uint64_t)T.sorted[i].slot | (uint64_t)T.sorted[i].flags << 32,
+				      memory_order_relaxed);
+	}
+	atomic_store_explicit(&ix->n, n, memory_order_relaxed);
+	atomic_store_explicit(&ix->epoch, T.epoch, memory_order_relaxed);
+}
+
+static void publish_index(void)
+{
+	unsigned n = 0;
+	uint64_t s;
+
+	for (unsigned i = 0; i < T.capacity; i++) {
+		if (T.slot[i].state != RELSTACK_OBJECT_LOADED)
+			continue;
+		T.sorted[n].start = T.start[i];
+		T.sorted[n].end = T.end[i];
+		T.sorted[n].bias = T.bias[i];
+		T.sorted[n].slot = i;
+		T.sorted[n].flags = T.slot[i].flags;
+		n++;
+	}
+	qsort(T.sorted, n, sizeof(T.sorted[0]), cmp_range);
+
+	s = atomic_load_explicit(&rs_latch.seq, memory_order_relaxed);
+	/* A */
+	atomic_store_explicit(&rs_latch.seq, s + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	/* B */
+	latch_write_copy(&rs_latch.copy[(s + 1) & 1 ? 0 : 1], n);
+	/* C: pairs with the reader's acquire load of seq (1) */
+	atomic_store_explicit(&rs_latch.seq, s + 2, memory_order_release);
+	/* D */
+	latch_write_copy(&rs_latch.copy[(s + 2) & 1 ? 0 : 1], n);
+}
+
+/* ---- scanning ---- */
+
+static uint64_t horizon(void)
+{
+	uint64_t h = UINT64_MAX;
+	bool any = false;
+
+	for (unsigned i = 0; i < RS_OBJTAB_HOLDERS; i++) {
+		if (!atomic_load_explicit(&T.holder_used[i], memory_order_acquire))
+			continue;
+		uint64_t v = atomic_load_explicit(&T.holder[i], memory_order_relaxed);
+
+		any = true;
+		if (v < h)
+			h = v;
+	}
+	return any ? h : 0;
+}
+
+static int pick_slot(void)
+{
+	unsigned cap = usable_capacity();
+	uint64_t hz = horizon();
+	int best = -1;
+
+	for (unsigned i = 1; i < cap; i++)
+		if (T.slot[i].state == RELSTACK_OBJECT_EMPTY)
+			return (int)i;
+	for (unsigned i = 1; i < cap; i++) {
+		if (T.slot[i].state != RELSTACK_OBJECT_UNLOADED || T.slot[i].unload_epoch > hz)
+			continue;
+		if (best < 0 || T.slot[i].unload_epoch < T.slot[best].unload_epoch)
+			best = (int)i;
+	}
+	return best;
+}
+
+static int scan_locked(bool force)
+{
+	unsigned nth = 0, changed = 0;
+	uint64_t epoch;
+
+	if (T.ready && !force) {
+		unsigned long long c[2];
+
+		dl_iterate_phdr(peek_counters, c);
+		if (c[0] == T.adds && c[1] == T.subs)
+			return 0;
+	}
+	T.nscan = 0;
+	T.scan_overflow = false;
+	dl_iterate_phdr(scan_one, &nth);
+
+	epoch = T.epoch + 1;
+	/* Unload what is gone; mark what is still there. */
+	for (unsigned i = 0; i < T.capacity; i++) {
+		bool still = false;
+
+		if (T.slot[i].state != RELSTACK_OBJECT_LOADED)
+			continue;
+		for (unsigned k = 0; k < T.nscan && !still; k++) {
+			if (!T.scan[k].matched && same_object(&T.slot[i], T.bias[i], &T.scan[k], T.scan[k].bias)) {
+				T.scan[k].matched = true;
+				still = true;
+			}
+		}
+		if (!still) {
+			T.slot[i].state = RELSTACK_OBJECT_UNLOADED;
+			T.slot[i].unload_epoch = epoch;
+			changed++;
+			mirrors_write_slot(i);
+		}
+	}
+	/* Load what is new. */
+	for (unsigned k = 0; k < T.nscan; k++) {
+		struct found *f = &T.scan[k];
+		int s;
+
+		if (f->matched)
+			continue;
+		if ((f->obj.flags & RELSTACK_OBJECT_MAIN) && T.slot[0].state != RELSTACK_OBJECT_LOADED)
+			s = 0;
+		else
+			s = pick_slot();
+		if (s < 0) {
+			atomic_fetch_add_explicit(&st_full, 1, memory_order_relaxed);
+			continue;
+		}
+		T.slot[s] = f->obj;
+		T.slot[s].slot = (uint32_t)s;
+		T.slot[s].state = RELSTACK_OBJECT_LOADED;
+		T.slot[s].load_epoch = epoch;
+		T.slot[s].unload_epoch = 0;
+		T.bias[s] = f->bias;
+		T.start[s] = f->start;
+		T.end[s] = f->end;
+		changed++;
+		mirrors_write_slot((unsigned)s);
+	}
+	T.ready = true;
+	if (!changed)
+		return 0;
+	T.epoch = epoch;
+	atomic_fetch_add_explicit(&st_rescans, 1, memory_order_relaxed);
+	publish_index();
+	mirrors_write_heads();
+	return (int)changed;
+}
+
+int rs_objtab_scan(bool force)
+{
+	int ret;
+
+	pthread_mutex_lock(&T.lock);
+	ret = scan_locked(force);
+	pthread_mutex_unlock(&T.lock);
+	return ret;
+}
+
+bool rs_objtab_ready(void)
+{
+	return atomic_load_explicit(&rs_latch.seq, memory_order_acquire) != 0;
+}
+
+int rs_objtab_reset(unsigned capacity)
+{
+	int ret;
+
+	if (capacity < 1 || capacity > RS_OBJTAB_SLOTS)
+		return -EINVAL;
+	pthread_mutex_lock(&T.lock);
+	memset(T.slot, 0, sizeof(T.slot));
+	T.capacity = capacity;
+	T.ready = false;
+	atomic_store_explicit(&st_full, 0, memory_order_relaxed);
+	ret = scan_locked(true);
+	if (ret == 0)
+		publish_index();
+	pthread_mutex_unlock(&T.lock);
+	return ret < 0 ? ret : 0;
+}
+
+/* The statedump, as soon as the library is loaded. */
+__attribute__((constructor)) static void objtab_statedump(void)
+{
+	rs_objtab_scan(true);
+}
+
+/* ---- holders and mirrors ---- */
+
+int rs_objtab_hold(uint64_t h)
+{
+	for (unsigned i = 0; i < RS_OBJTAB_HOLDERS; i++) {
+		bool expect = false;
+
+		atomic_store_explicit(&T.holder[i], h, memory_order_relaxed);
+		if (atomic_compare_exchange_strong(&T.holder_used[i], &expect, true)) {
+			atomic_store_explicit(&T.holder[i], h, memory_order_relaxed);
+			return (int)i;
+		}
+	}
+	return -ENOSPC;
+}
+
+void rs_objtab_hold_update(int id, uint64_t h)
+{
+	if (id >= 0 && id < RS_OBJTAB_HOLDERS)
+		atomic_store_explicit(&T.holder[id], h, memory_order_relaxed);
+}
+
+void rs_objtab_release(int id)
+{
+	if (id >= 0 && id < RS_OBJTAB_HOLDERS)
+		atomic_store_explicit(&T.holder_used[id], false, memory_order_release);
+}
+
+int rs_objtab_mirror_attach(void *mem, size_t size, unsigned capacity, bool with_addresses)
+{
+	int id = -ENOSPC;
+
+	if (!mem || capacity < 1 || size < rs_objtab_image_size(capacity))
+		return -EINVAL;
+	pthread_mutex_lock(&T.lock);
+	if (!T.ready)
+		scan_locked(true);
+	for (unsigned m = 0; m < RS_MIRRORS; m++) {
+		if (T.mirror[m].used)
+			continue;
+		T.mirror[m] = (struct mirror){ mem, capacity, with_addresses, true };
+		image_write_all(mem, capacity, with_addresses);
+		id = (int)m;
+		break;
+	}
+	pthread_mutex_unlock(&T.lock);
+	return id;
+}
+
+void rs_objtab_mirror_detach(int id)
+{
+	if (id < 0 || id >= RS_MIRRORS)
+		return;
+	pthread_mutex_lock(&T.lock);
+	T.mirror[id].used = false;
+	pthread_mutex_unlock(&T.lock);
+}
+
+int rs_objtab_image_write(void *mem, size_t size, unsigned capacity, bool with_addresses)
+{
+	if (!mem || capacity < 1 || size < rs_objtab_image_size(capacity))
+		return -EINVAL;
+	pthread_mutex_lock(&T.lock);
+	if (!T.ready)
+		scan_locked(true);
+	image_write_all(mem, capacity, with_addresses);
+	pthread_mutex_unlock(&T.lock);
+	return 0;
+}
+
+/* ---- public ---- */
+
+int relstack_objtab_refresh(void)
+{
+	return rs_objtab_scan(false);
+}
+
+int relstack_objtab_get(uint32_t slot, struct relstack_object *out)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&T.lock);
+	if (!T.ready)
+		scan_locked(true);
+	if (slot >= T.capacity)
+		ret = -ERANGE;
+	else if (T.slot[slot].state == RELSTACK_OBJECT_EMPTY)
+		ret = -ENOENT;
+	else
+		*out = T.slot[slot];
+	pthread_mutex_unlock(&T.lock);
+	return ret;
+}
+
+void relstack_objtab_stats(struct relstack_objtab_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&T.lock);
+	st->epoch = T.epoch;
+	st->capacity = T.capacity;
+	for (unsigned i = 0; i < T.capacity; i++) {
+		st->loaded += T.slot[i].state == RELSTACK_OBJECT_LOADED;
+		st->unloaded += T.slot[i].state == RELSTACK_OBJECT_UNLOADED;
+	}
+	pthread_mutex_unlock(&T.lock);
+	st->full = atomic_load_explicit(&st_full, memory_order_relaxed);
+	st->unknown = atomic_load_explicit(&st_unknown, memory_order_relaxed);
+	st->rescans = atomic_load_explicit(&st_rescans, memory_order_relaxed);
+	st->busy = atomic_load_explicit(&st_busy, memory_order_relaxed);
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The object table: internal interface.
+ *
+ * One table per process (slot 0 = main executable).  Lookups go through a
+ * latch (two copies of a sorted range index, picked by the low bit of a
+ * sequence count), so a reader in a signal handler that interrupted the
+ * writer still reads a complete copy.  See objtab.c for the essay.
+ *
+ * The persisted form (the "image") is what a buffer file keeps in its
+ * scratch area; its layout is specified in docs/format.md, "The object
+ * table".
+ */
+#ifndef RELSTACK_OBJTAB_H
+#define RELSTACK_OBJTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relstack/entry.h"
+#include "relstack-local.h"
+
+/* Capacity of the in-process table: every slot index the native word can name. */
+#define RS_OBJTAB_SLOTS 1023u
+
+/* One indexed range of code: [start, end) in this process, belonging to @slot. */
+struct rs_range {
+	uintptr_t start;
+	uintptr_t end;
+	uintptr_t bias;
+	uint32_t slot;
+	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
+};
+
+/*
+ * Result of a lookup.  found == false: the address lies in no indexed
+ * object (or the table kept changing, counted as busy).
+ */
+struct rs_lookup {
+	bool found;
+	uint32_t slot;
+	uint32_t flags;
+	uintptr_t bias;
+	uintptr_t start, end;
+	uint64_t epoch;
+};
+
+/* Lock-free, allocation-free, syscall-free: safe in signal handlers. */
+RS_HIDDEN bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out);
+
+/*
+ * Re-scan if dl_iterate_phdr's adds/subs counters moved since the last
+ * scan (or always, with @force).  Takes the writer mutex: never call it
+ * from a signal handler.  Returns slots changed or -errno.
+ */
+RS_HIDDEN int rs_objtab_scan(bool force);
+
+/* True once the statedump has been taken. */
+RS_HIDDEN bool rs_objtab_ready(void);
+
+/*
+ * Test hook: drop every slot and limit the table to @capacity slots
+ * (main executable included), then take a new statedump.  Not for
+ * concurrent use with captures.
+ */
+RS_HIDDEN int rs_objtab_reset(unsigned capacity);
+
+/*
+ * Retention: a holder (a recorder) tells the table the oldest epoch any
+ * record it still retains was made in.  A slot unloaded at epoch U is
+ * reused only when every holder's horizon is >= U.  With no holders the
+ * horizon is 0: unloaded slots are never reused.
+ */
+#define RS_OBJTAB_HOLDERS 16
+RS_HIDDEN int rs_objtab_hold(uint64_t horizon);          /* returns a holder id or -ENOSPC */
+RS_HIDDEN void rs_objtab_hold_update(int id, uint64_t horizon);
+RS_HIDDEN void rs_objtab_release(int id);
+
+/* ---- the persisted image ---- */
+
+#define RS_OBJTAB_IMAGE_MAGIC "RSOBJTB1"
+#define RS_OBJTAB_IMAGE_VERSION 1u
+
+struct rs_objtab_image_head {
+	char magic[8];          /* RS_OBJTAB_IMAGE_MAGIC, no NUL */
+	uint32_t version;       /* RS_OBJTAB_IMAGE_VERSION */
+	uint32_t record_size;   /* sizeof(struct rs_objtab_record) */
+	uint32_t capacity;      /* records that follow */
+	uint32_t flags;         /* RS_IMAGE_ADDRESSES */
+	uint64_t epoch;         /* latest table epoch written */
+	uint64_t full;          /* objects refused for lack of a slot */
+	uint32_t head_hash;     /* rs_hash32 of the bytes before this field */
+	uint32_t reserved;      /* zero */
+};
+#define RS_IMAGE_ADDRESSES 0x1u /* records carry load addresses (absolute stacks) */
+
+/*
+ * One slot.  seq is odd while the writer updates the record: a reader that
+ * sees an odd seq, or a hash that does not match, rejects the record.
+ */
+struct rs_objtab_record {
+	uint32_t seq;
+	uint32_t hash;          /* rs_hash32 of the record from .slot to the end */
+	uint32_t slot;
+	uint8_t state;          /* enum relstack_object_state */
+	uint8_t base;           /* enum relstack_object_base */
+	uint16_t flags;         /* RELSTACK_OBJECT_* */
+	uint8_t build_id_len;
+	uint8_t reserved0[7];   /* zero */
+	uint8_t build_id[RELSTACK_BUILD_ID_MAX];
+	uint64_t text_vaddr;
+	uint64_t text_offset;
+	uint64_t text_size;
+	uint64_t load_epoch;
+	uint64_t unload_epoch;
+	uint64_t load_address;  /* load bias; 0 unless the image has RS_IMAGE_ADDRESSES */
+	char path[RELSTACK_PATH_MAX];
+	uint8_t reserved1[16];  /* zero */
+};
+
+static inline size_t rs_objtab_image_size(unsigned capacity)
+{
+	return sizeof(struct rs_objtab_image_head) + (size_t)capacity * sizeof(struct rs_objtab_record);
+}
+
+/*
+ * A mirror keeps an image current: it is written in full when attached and
+ * after every change.  @mem must stay valid until detached.  Returns a
+ * mirror id or -errno.  @capacity may be smaller than the table; slots
+ * beyond it are then refused (UNKNOWN) for every holder alike.
+ */
+RS_HIDDEN int rs_objtab_mirror_attach(void *mem, size_t size, unsigned capacity, bool with_addresses);
+RS_HIDDEN void rs_objtab_mirror_detach(int id);
+
+/* Write a one-off image of the current table (for tests and snapshots). */
+RS_HIDDEN int rs_objtab_image_write(void *mem, size_t size, unsigned capacity, bool with_addresses);
+
+/*
+ * Reader side: validate the image head (the records are checked one by one
+ * by rs_objtab_image_record()).  On error *why names the field and what is
+ * wrong.
+ */
+RS_HIDDEN int rs_objtab_image_check(const void *mem, size_t size, const char **why);
+
+/*
+ * Record @slot of a checked image as a struct relstack_object.  Returns 0,
+ * -ENOENT for an empty slot, -ERANGE beyond capacity, -RELSTACK_ECORRUPT
+ * for a torn or damaged record (*why says which check failed).
+ */
+RS_HIDDEN int rs_objtab_image_record(const void *mem, size_t size, uint32_t slot,
+				     struct relstack_object *out, uint64_t *load_address,
+				     const char **why);
+
+/*
+ * Check a decoded entry against an image: empty slot, offset beyond the
+ * object's text, slot reused since @epoch.  Fills out->reason and turns
+ * the entry INVALID when a check fails.
+ */
+RS_HIDDEN void rs_objtab_image_check_entry(const void *mem, size_t size, uint64_t epoch,
+					   struct relstack_entry *e);
+
+#endif

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Internal helpers shared by every part of librelstack. */
+#ifndef RELSTACK_LOCAL_H
+#define RELSTACK_LOCAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RS_HIDDEN __attribute__((visibility("hidden")))
+#define RS_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define rs_likely(x) __builtin_expect(!!(x), 1)
+#define rs_unlikely(x) __builtin_expect(!!(x), 0)
+
+/*
+ * FNV-1a, 32 bits: the checksum of persisted records.  It detects torn and
+ * corrupted records; it is not meant to resist an attacker, who is stopped
+ * by the reader's bounds checks instead.
+ */
+static inline uint32_t rs_hash32(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+#define RS_HASH32_INIT 2166136261u
+
+#endif
