@@ -1,0 +1,13 @@
+#!/bin/sh
+# Runs every benchmark of bench/ against a built tree and prints its
+# figures: `<name>: <value> <unit>` and `<name>: ratio <x> vs <peer>`.
+# Usage: scripts/bench.sh BUILDDIR
+set -eu
+build=${1:-build}
+src=$(cd "$(dirname "$0")/.." && pwd)
+export RELSTACK_SRC="$src" RELSTACK_BUILD="$build"
+ninja -C "$build" >/dev/null
+
+echo "== object table lookup"
+"$build/bench/bench_lookup"
+"$src/bench/callgrind.sh" "$build/bench/bench_lookup" lookup
