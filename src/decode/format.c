@@ -155,9 +155,10 @@ void relstack_word_decode(const struct relstack_format *f, uint64_t w, struct re
 		}
 		return;
 	}
-	/* Bits between the offset field and the index must be clear. */
+	/* Bits outside the offset and index fields must be clear. */
 	if (idx == 0 || idx > f->max_slot ||
-	    (w & mask_of(f->index_shift) & ~mask_of(f->offset_bits))) {
+	    (w & mask_of(f->index_shift) & ~mask_of(f->offset_bits)) ||
+	    (w & mask_of(f->flag_bit) & ~mask_of(f->index_shift + f->index_bits))) {
 		out->kind = RELSTACK_ENTRY_INVALID;
 		out->reason = RELSTACK_REASON_RESERVED_SLOT;
 		return;
