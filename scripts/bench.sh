@@ -10,4 +10,6 @@ ninja -C "$build" >/dev/null
 
 echo "== object table lookup"
 "$build/bench/bench_lookup"
-"$src/bench/callgrind.sh" "$build/bench/bench_lookup" lookup
+"$src/bench/callgrind.sh" "$build/bench/bench_lookup" lookup \
+	"relstack_random relstack_random_batch relstack_run" "dl_find_object dladdr dl_iterate_phdr" \
+	64000 320000 2000 12000

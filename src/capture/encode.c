@@ -5,67 +5,83 @@
  * Async-signal-safe unless the caller asks for a re-scan: reads only the
  * object table's latch (objtab-local.h), writes only the caller's array
  * and relaxed counters.  A run of addresses in one object costs one range
- * check each; any other address costs a binary search over the loaded
- * objects' text ranges.
+ * check each; any other address costs a branch-free binary search over the
+ * loaded objects' text ranges.
  */
 #include <errno.h>
 
 #include "capture/objtab-local.h"
 
-static size_t encode_once(const uintptr_t *addrs, uint64_t *words, size_t n, uint64_t *epoch,
-			  size_t *misses, bool *ok)
+/*
+ * One pass over the addresses under one latch read.  Returns the number of
+ * addresses in no object, or SIZE_MAX when the table changed under the
+ * pass (the words are then garbage and must be redone).
+ */
+static inline size_t encode_pass(const uintptr_t *addrs, uint64_t *words, size_t n, uint64_t *epoch)
 {
 	struct rs_objtab_view v;
-	size_t hits = 0;
-	unsigned tries = 0;
+	size_t misses = 0;
 
-	do {
-		hits = 0;
-		*misses = 0;
-		rs_objtab_begin(&v);
-		for (size_t i = 0; i < n; i++) {
-			if (rs_likely(rs_objtab_find(&v, addrs[i]))) {
-				words[i] = rs_objtab_view_word(&v, addrs[i]);
-				hits += words[i] != RS_NATIVE_UNKNOWN;
-			} else {
-				words[i] = RS_NATIVE_UNKNOWN;
-				(*misses)++;
-			}
+	rs_objtab_begin(&v);
+	for (size_t i = 0; i < n; i++) {
+		if (rs_likely(rs_objtab_find(&v, addrs[i]))) {
+			words[i] = rs_objtab_view_word(&v, addrs[i]);
+		} else {
+			words[i] = RS_NATIVE_UNKNOWN;
+			misses++;
 		}
-		if (rs_objtab_end(&v)) {
-			*ok = true;
-			if (epoch)
-				*epoch = rs_objtab_view_epoch(&v);
-			return hits;
-		}
-	} while (++tries < RS_LATCH_TRIES);
+	}
+	if (rs_unlikely(!rs_objtab_end(&v)))
+		return SIZE_MAX;
+	if (epoch)
+		*epoch = rs_objtab_view_epoch(&v);
+	return misses;
+}
+
+static size_t encode_retry(const uintptr_t *addrs, uint64_t *words, size_t n, uint64_t *epoch)
+{
+	for (unsigned tries = 1; tries < RS_LATCH_TRIES; tries++) {
+		size_t misses = encode_pass(addrs, words, n, epoch);
+
+		if (misses != SIZE_MAX)
+			return misses;
+	}
 	/* The table changed under us every time: never return a guess. */
 	rs_objtab_count_busy();
 	for (size_t i = 0; i < n; i++)
 		words[i] = RS_NATIVE_UNKNOWN;
-	*ok = false;
-	*misses = n;
 	if (epoch)
 		*epoch = 0;
-	return 0;
+	return n;
+}
+
+static size_t count_named(const uint64_t *words, size_t n)
+{
+	size_t named = 0;
+
+	for (size_t i = 0; i < n; i++)
+		named += words[i] != RS_NATIVE_UNKNOWN;
+	return named;
 }
 
 size_t relstack_encode(const uintptr_t *addrs, uint64_t *words, size_t n, unsigned flags, uint64_t *epoch)
 {
-	size_t misses, hits;
-	bool ok;
+	size_t misses = encode_pass(addrs, words, n, epoch);
 
-	hits = encode_once(addrs, words, n, epoch, &misses, &ok);
+	if (rs_likely(misses == 0))
+		return count_named(words, n);
+	if (misses == SIZE_MAX)
+		misses = encode_retry(addrs, words, n, epoch);
 	if (misses && (flags & RELSTACK_ENCODE_RESCAN)) {
 		int saved = errno;
 
 		if (rs_objtab_scan(false) > 0)
-			hits = encode_once(addrs, words, n, epoch, &misses, &ok);
+			misses = encode_retry(addrs, words, n, epoch);
 		errno = saved;
 	}
 	if (misses)
 		rs_objtab_count_unknown(misses);
-	return hits;
+	return count_named(words, n);
 }
 
 bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out)
@@ -78,17 +94,14 @@ bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out)
 		rs_objtab_begin(&v);
 		found = rs_objtab_find(&v, addr);
 		out->found = found;
-		out->slot = rs_objtab_view_slot(&v);
-		out->flags = rs_objtab_view_flags(&v);
+		out->slot = found ? rs_objtab_view_slot(&v) : 0;
+		out->flags = found ? rs_objtab_view_flags(&v) : 0;
 		out->bias = v.bias;
 		out->start = v.start;
 		out->end = v.end;
 		out->epoch = rs_objtab_view_epoch(&v);
-		if (rs_objtab_end(&v)) {
-			if (!found)
-				out->slot = out->flags = 0;
+		if (rs_objtab_end(&v))
 			return found;
-		}
 	}
 	rs_objtab_count_busy();
 	out->found = false;
@@ -112,16 +125,16 @@ uintptr_t relstack_word_address(uint64_t word)
 		uintptr_t addr = 0;
 
 		rs_objtab_begin(&v);
-		for (uint32_t i = 0; i < v.n && i < RS_OBJTAB_SLOTS; i++) {
+		for (uint32_t i = 0; i < v.n && i < RS_INDEX_MAX; i++) {
 			const struct rs_index_range *r = &v.ix->r[i];
-			uintptr_t a;
+			uintptr_t a, lo, hi;
 
 			if ((uint32_t)atomic_load_explicit(&r->slot_flags, memory_order_relaxed) != slot)
 				continue;
 			a = atomic_load_explicit(&r->bias, memory_order_relaxed) + (uintptr_t)off;
-			if (a - atomic_load_explicit(&r->start, memory_order_relaxed) <
-			    atomic_load_explicit(&r->end, memory_order_relaxed) -
-				    atomic_load_explicit(&r->start, memory_order_relaxed))
+			lo = atomic_load_explicit(&r->start, memory_order_relaxed);
+			hi = atomic_load_explicit(&r->end, memory_order_relaxed);
+			if (a - lo < hi - lo)
 				addr = a;
 			break;
 		}

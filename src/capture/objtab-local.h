@@ -31,10 +31,20 @@ struct rs_index_range {
 	_Atomic uint64_t slot_flags; /* slot in the low 32 bits, RELSTACK_OBJECT_* above */
 };
 
+/* A power of two at least RS_OBJTAB_SLOTS: the search below is branch-free. */
+#define RS_INDEX_MAX 1024u
+
+/*
+ * starts[] holds the sorted range starts, padded with UINTPTR_MAX up to
+ * span (a power of two), in an array of its own so that the search
+ * touches as few cache lines as possible; r[] holds the rest.
+ */
 struct rs_index {
 	_Atomic uint64_t epoch;
 	_Atomic uint32_t n;
-	struct rs_index_range r[RS_OBJTAB_SLOTS];
+	_Atomic uint32_t span;
+	_Atomic uintptr_t starts[RS_INDEX_MAX];
+	struct rs_index_range r[RS_INDEX_MAX];
 };
 
 struct rs_latch {
@@ -50,7 +60,7 @@ RS_HIDDEN void rs_objtab_count_busy(void);
 struct rs_objtab_view {
 	uint64_t seq;
 	const struct rs_index *ix;
-	uint32_t n;
+	uint32_t n, span;
 	/* the last range found: runs of addresses in one object skip the search */
 	uintptr_t start, end, bias;
 	uint64_t slot_flags;
@@ -62,6 +72,9 @@ static inline void rs_objtab_begin(struct rs_objtab_view *v)
 	v->seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
 	v->ix = &rs_latch.copy[v->seq & 1];
 	v->n = atomic_load_explicit(&v->ix->n, memory_order_relaxed);
+	v->span = atomic_load_explicit(&v->ix->span, memory_order_relaxed);
+	if (v->span > RS_INDEX_MAX)
+		v->span = 0; /* torn: the seq check rejects the result */
 	v->start = v->end = v->bias = 0;
 	v->slot_flags = 0;
 }
@@ -84,24 +97,24 @@ static inline uint64_t rs_objtab_view_epoch(const struct rs_objtab_view *v)
  */
 static inline bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t addr)
 {
-	uint32_t lo = 0, hi = v->n;
-	const struct rs_index_range *r = v->ix->r;
+	const struct rs_index *ix = v->ix;
+	const struct rs_index_range *r;
+	const _Atomic uintptr_t *base = ix->starts;
+	uint32_t pos;
 
 	if (addr - v->start < v->end - v->start)
 		return true;
-	if (hi > RS_OBJTAB_SLOTS)
-		return false; /* only a torn read; the seq check rejects it */
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (atomic_load_explicit(&r[mid].start, memory_order_relaxed) <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return false;
-	r += lo - 1;
+	/*
+	 * Branch-free binary search: random addresses make every branch of an
+	 * ordinary search a coin toss, and a mispredicted branch costs more
+	 * than the whole search.  Finds the last start <= addr.
+	 */
+	for (uint32_t half = v->span / 2; half; half /= 2)
+		base = atomic_load_explicit(&base[half], memory_order_relaxed) <= addr ? base + half : base;
+	pos = (uint32_t)(base - ix->starts);
+	if (rs_unlikely(pos >= v->n || pos >= RS_INDEX_MAX))
+		return false; /* empty index, or a torn read the seq check rejects */
+	r = &ix->r[pos];
 	v->start = atomic_load_explicit(&r->start, memory_order_relaxed);
 	v->end = atomic_load_explicit(&r->end, memory_order_relaxed);
 	if (addr - v->start >= v->end - v->start) {
