@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * symindex - the compact sorted address index behind every symbol lookup.
+ *
+ * Symbol sources (ELF symbol tables, nm text files) are parsed by elfutils
+ * or by nmfile.c and pushed here with rs_symindex_add(); rs_symindex_seal()
+ * then sorts, drops aliases, fills implied sizes and builds the containment
+ * links.  After sealing the index is read-only and lookups are lock-free.
+ */
+#ifndef RS_SYMINDEX_H
+#define RS_SYMINDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* How strongly a symbol should win over an alias at the same address. */
+enum rs_symrank {
+	RS_SYMRANK_LOCAL = 1,
+	RS_SYMRANK_WEAK = 2,
+	RS_SYMRANK_GLOBAL = 3,
+};
+
+struct rs_symentry {
+	uint64_t size;     /* bytes; after sealing, implied from the next symbol if unknown */
+	uint32_t name;     /* offset in the string pool */
+	int32_t parent;    /* nearest earlier entry whose range covers this one's start, or -1 */
+	uint8_t rank;      /* enum rs_symrank, plus 4 when the type is a function */
+	uint8_t sized;     /* size came from the source */
+	uint8_t pad[6];
+};
+
+struct rs_symindex {
+	uint64_t *addr;             /* sorted start addresses, parallel to ent[] */
+	struct rs_symentry *ent;
+	size_t n, cap;
+	char *pool;                 /* NUL-terminated names */
+	size_t pool_len, pool_cap;
+	uint64_t limit;             /* end of the last implied size; 0: unbounded */
+	uint64_t stext;             /* address of _stext, the kernel's base, if has_stext */
+	bool has_stext;
+	bool sealed;
+};
+
+struct rs_symhit {
+	const char *name;
+	uint64_t start;
+	uint64_t size;
+	bool sized;                 /* false: size implied by the next symbol */
+};
+
+void rs_symindex_init(struct rs_symindex *ix);
+void rs_symindex_fini(struct rs_symindex *ix);
+
+/*
+ * Add one symbol.  @size 0 means unknown.  @rank is an enum rs_symrank,
+ * plus 4 for functions.  Returns 0 or -ENOMEM.
+ */
+int rs_symindex_add(struct rs_symindex *ix, uint64_t addr, uint64_t size, const char *name,
+		    size_t name_len, unsigned rank);
+
+/*
+ * Sort and finish the index.  @limit (0: none) bounds the implied size of
+ * the last unsized symbol, e.g. the end of the object's text.  Returns the
+ * number of symbols kept.
+ */
+size_t rs_symindex_seal(struct rs_symindex *ix, uint64_t limit);
+
+/* The symbol containing @addr: 0, or -ENOENT. */
+int rs_symindex_lookup(const struct rs_symindex *ix, uint64_t addr, struct rs_symhit *hit);
+
+
+#endif
