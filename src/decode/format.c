@@ -85,8 +85,10 @@ int relstack_format_validate(const struct relstack_format *f, const char **field
 
 	if (f->word_size != 4 && f->word_size != 8)
 		bad = "word_size: must be 4 or 8";
-	else if (f->byte_order != RELSTACK_LITTLE_ENDIAN && f->byte_order != RELSTACK_BIG_ENDIAN)
-		bad = "byte_order: must be 1 (little) or 2 (big)";
+	else if (f->byte_order == RELSTACK_BIG_ENDIAN)
+		bad = "byte_order: big-endian buffers are not supported by this reader";
+	else if (f->byte_order != RELSTACK_LITTLE_ENDIAN)
+		bad = "byte_order: must be 1 (little-endian)";
 	else if (f->flag_bit >= bits)
 		bad = "flag_bit: beyond the word";
 	else if (f->index_bits == 0 || f->index_bits > 16)

@@ -256,6 +256,8 @@ static void malformed_descriptors_are_rejected_naming_the_field(void **state)
 	relstack_format_init(&f, 8);
 	f.byte_order = 0;
 	expect_rejected(&f, "byte_order");
+	f.byte_order = RELSTACK_BIG_ENDIAN;
+	expect_rejected(&f, "byte_order");
 
 	relstack_format_init(&f, 8);
 	f.reserved2[1] = 1;
