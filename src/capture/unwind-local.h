@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The frame-pointer walker and the per-thread stack ranges: internal
+ * interface (unwind.c, stack.c, fpcheck.c and the tests).
+ */
+#ifndef RELSTACK_UNWIND_LOCAL_H
+#define RELSTACK_UNWIND_LOCAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "relstack/unwind.h"
+#include "relstack-local.h"
+
+/* Architecture code, replaced by path: one line per CPU. */
+#if defined(__x86_64__)
+#include "capture/arch/x86_64/unwind-arch.h"
+#else
+#error "relstack: no frame-pointer unwinder for this architecture yet (src/capture/arch/)"
+#endif
+
+/* [lo, hi): a range of stack memory that may be read. */
+struct rs_stack_range {
+	uintptr_t lo, hi;
+};
+
+/*
+ * The per-thread cache of stack ranges, written only by the thread itself
+ * (relstack_thread_register(), the load-time registration), read by its
+ * captures, signal handlers included.  valid is cleared while the fields
+ * change: a signal handler that interrupts the update sees an unknown
+ * stack, never half a range.
+ */
+struct rs_thread_stack {
+	_Atomic int valid;
+	struct rs_stack_range stack; /* the thread's stack */
+	struct rs_stack_range alt;   /* its alternate signal stack; 0, 0 if none */
+	uintptr_t entry_fp;          /* its entry frame (learned by registration), or 0 */
+};
+
+/* Copy the calling thread's cache; false when its stack is unknown. */
+RS_HIDDEN bool rs_thread_stack_get(struct rs_thread_stack *out);
+
+/*
+ * Process-wide facts the end-of-stack rule uses, set at library load.
+ * crt_pc: an address inside the C runtime's text (__libc_start_main).
+ * main_top: the main thread's initial stack pointer (__libc_stack_end).
+ */
+RS_HIDDEN extern uintptr_t rs_crt_pc;
+RS_HIDDEN extern uintptr_t rs_main_top;
+
+/*
+ * Bytes below main_top that only the C runtime's own start frames occupy
+ * (_start, __libc_start_main, __libc_start_call_main).  A frame there whose
+ * return address is in the C runtime is the main thread's entry frame.
+ */
+#define RS_MAIN_ENTRY_AREA 512u
+
+/*
+ * Signal-return trampolines seen in the CFI of loaded objects (an FDE whose
+ * CIE has the 'S' augmentation), recorded by fpcheck.c at scan time and
+ * compared against every return address.  Relaxed: each slot is one word,
+ * and a trampoline found late only makes the byte check find it instead.
+ */
+#define RS_RESTORERS 4
+RS_HIDDEN extern _Atomic uintptr_t rs_restorer[RS_RESTORERS];
+RS_HIDDEN void rs_unwind_note_restorer(uintptr_t pc);
+
+/* One walk: where it starts, what it may read, and what it found. */
+struct rs_walk {
+	/* in */
+	uintptr_t fp;                /* first frame record */
+	uintptr_t sp;                /* lowest readable address of the starting stack */
+	uintptr_t pc;                /* != 0: emitted first (an interrupted pc), before fp's frames */
+	struct rs_stack_range stack; /* the thread's stack */
+	struct rs_stack_range alt;   /* its alternate signal stack, or 0, 0 */
+	uintptr_t entry_fp;          /* the thread's entry frame, or 0 if not known */
+	uintptr_t crt_pc;            /* see rs_crt_pc */
+	uintptr_t main_top;          /* see rs_main_top */
+	uint32_t reasons;            /* reasons known before the walk (ASYNC_START) */
+	unsigned skip;               /* frames to drop from the front */
+	unsigned flags;              /* RELSTACK_CAPTURE_* */
+	/* out */
+	uintptr_t end_fp;            /* the frame the walk ended at reliably, or 0 */
+};
+
+/*
+ * Walk, check and encode.  Reads only inside w->stack and w->alt (from
+ * w->sp up on the starting stack), async-signal-safe.  Returns the words
+ * written.
+ */
+RS_HIDDEN size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap,
+				struct relstack_verdict *v);
+
+#endif

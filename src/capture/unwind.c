@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The frame-pointer unwinder and its verdict.
+ *
+ * Owns the walk: from a frame record (or an interrupted context) up the
+ * frame-pointer chain, checking each frame, writing entry words (or
+ * absolute addresses), and deciding whether the trace is reliable.
+ *
+ * Invariants
+ * ----------
+ * - Reads.  The walker reads stack memory only inside a window [lo, hi):
+ *   hi is the top of the thread's stack (or of its alternate signal stack)
+ *   as learned ahead of time (stack.c); lo starts at the stack pointer of
+ *   the walk's start and becomes fp + 16 after each frame, so every read
+ *   is above the previous one and a chain can neither loop nor leave the
+ *   window.  Code bytes are read only inside an object the object table
+ *   knows (the signal-return check), never at an unknown address.
+ * - Verdict.  reasons == 0 only if every frame passed every check and the
+ *   walk ended at the thread's outermost frame: a saved frame pointer of
+ *   0, or the C runtime's entry frame (docs/unwinder.md, "The end of the
+ *   stack").  Only then is END written.
+ * - A failed check on the frame pointer (outside the window, misaligned,
+ *   not increasing) ends the walk: nothing after it can be read safely.
+ *   A return address in unknown text or in an object without frame
+ *   pointers is noted and the walk goes on, best effort.  A signal frame
+ *   is crossed through the ucontext the kernel saved.
+ *
+ * Memory ordering: the object table is read through its latch
+ * (objtab-local.h): begin, walk, end; if end fails the whole walk is
+ * repeated (the stack has not changed: it is this thread's, or frozen
+ * under the signal handler), at most RS_LATCH_TRIES times.  No other
+ * shared state is written; rs_restorer[] is read relaxed (see
+ * unwind-local.h).
+ *
+ * Async-signal-safe: no lock, no allocation, no system call, errno untouched.
+ */
+#include <errno.h>
+
+#include "capture/objtab-local.h"
+#include "capture/unwind-local.h"
+
+#define RS_W sizeof(uintptr_t)
+
+_Atomic uintptr_t rs_restorer[RS_RESTORERS];
+
+void rs_unwind_note_restorer(uintptr_t pc)
+{
+	for (unsigned i = 0; i < RS_RESTORERS; i++) {
+		uintptr_t cur = atomic_load_explicit(&rs_restorer[i], memory_order_relaxed);
+
+		if (cur == pc)
+			return;
+		if (cur == 0) {
+			atomic_store_explicit(&rs_restorer[i], pc, memory_order_relaxed);
+			return;
+		}
+	}
+}
+
+static const char *const reason_names[] = {
+	"outside-stack", "misaligned", "not-increasing", "unknown-text",
+	"signal-frame", "async-start", "truncated", "no-fp-object",
+};
+
+const char *relstack_reason_string(uint32_t bit)
+{
+	if (bit == 0 || (bit & (bit - 1)) || bit > (1u << (RS_ARRAY_SIZE(reason_names) - 1)))
+		return NULL;
+	return reason_names[__builtin_ctz(bit)];
+}
+
+static inline bool in_range(uintptr_t a, size_t n, const struct rs_stack_range *r)
+{
+	return a >= r->lo && a < r->hi && r->hi - a >= n;
+}
+
+/* The range holding @sp, preferring the thread's stack; NULL if neither. */
+static inline const struct rs_stack_range *range_of(const struct rs_walk *w, uintptr_t sp)
+{
+	if (in_range(sp, 1, &w->stack))
+		return &w->stack;
+	if (in_range(sp, 1, &w->alt))
+		return &w->alt;
+	return NULL;
+}
+
+/* Is @ra the signal-return trampoline?  @v holds the range of @ra. */
+static bool is_restorer(const struct rs_objtab_view *v, uintptr_t ra)
+{
+	if (v->end - ra < RS_ARCH_SIGRETURN_LEN)
+		return false;
+	return rs_arch_is_sigreturn((const unsigned char *)ra);
+}
+
+/*
+ * Is the frame at @fp, whose return address @ra lies in the range of @v,
+ * the thread's entry frame in the C runtime?  @next is its saved frame
+ * pointer.
+ */
+static bool is_entry_frame(const struct rs_walk *w, const struct rs_objtab_view *v, uintptr_t fp,
+			   uintptr_t ra, uintptr_t next)
+{
+	if (!w->crt_pc || w->crt_pc - v->start >= v->end - v->start)
+		return false; /* not the C runtime */
+	(void)ra;
+	if (next == 0) /* a new thread: clone3 zeroed the frame pointer, start_thread kept it */
+		return !w->entry_fp || fp == w->entry_fp;
+	/* the main thread: __libc_start_call_main does not keep one */
+	return w->main_top && fp < w->main_top && w->main_top - fp <= RS_MAIN_ENTRY_AREA;
+}
+
+struct emit {
+	uint64_t *words;
+	size_t cap, n;
+	unsigned skip;
+	uint32_t frames;
+};
+
+/* false: the array is full (TRUNCATED). */
+static inline bool emit(struct emit *e, uint64_t word, bool frame)
+{
+	if (rs_unlikely(e->skip) && frame) {
+		e->skip--;
+		return true;
+	}
+	if (rs_unlikely(e->n == e->cap))
+		return false;
+	e->words[e->n++] = word;
+	e->frames += frame;
+	return true;
+}
+
+/* The word for a code address, with its text checks. */
+static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool relative, uint32_t *reasons)
+{
+	if (rs_unlikely(!rs_objtab_find(v, addr))) {
+		*reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
+		return relative ? RS_NATIVE_UNKNOWN : (uint64_t)addr;
+	}
+	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
+		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+	return relative ? rs_objtab_view_word(v, addr) : (uint64_t)addr;
+}
+
+#define rs_load(addr) (*(const uintptr_t *)(addr))
+
+/*
+ * One pass of the walk under one latch view.  Stack memory is read only
+ * at addresses the window checks passed: ASan's shadow for a stack it did
+ * not allocate says nothing, so it is not consulted.
+ */
+__attribute__((no_sanitize_address)) static inline size_t
+walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t cap, uint32_t *reasons_out,
+	  uint32_t *frames_out, const bool relative)
+{
+	struct emit e = { words, cap, 0, w->skip, 0 };
+	uint32_t reasons = w->reasons;
+	const struct rs_stack_range *r;
+	uintptr_t fp = w->fp, lo, hi, top, restorer = atomic_load_explicit(&rs_restorer[0], memory_order_relaxed);
+	bool end = false;
+
+	w->end_fp = 0;
+	if (w->pc && !emit(&e, code_word(v, w->pc, relative, &reasons), true))
+		goto truncated;
+	r = range_of(w, w->sp);
+	if (!r) {
+		reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+		goto out;
+	}
+	lo = w->sp;
+	hi = r->hi;
+	top = hi - RS_ARCH_FRAME_SIZE;
+
+	for (;;) {
+		uintptr_t next, ra;
+		uint64_t word;
+
+		/* fp in [lo, top]: inside the window, above the previous frame */
+		if (rs_unlikely(fp < lo || fp > top)) {
+			if (fp == 0)
+				end = true;
+			else if (fp < lo && fp >= r->lo)
+				reasons |= RELSTACK_UNRELIABLE_NOT_INCREASING;
+			else
+				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+			break;
+		}
+		if (rs_unlikely(fp & (RS_W - 1))) {
+			reasons |= RELSTACK_UNRELIABLE_MISALIGNED;
+			break;
+		}
+		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
+		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
+
+		if (rs_likely(rs_objtab_find(v, ra))) {
+			if (rs_unlikely((rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) || ra == restorer))
+				goto special;
+			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+		} else {
+			reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
+			word = relative ? RS_NATIVE_UNKNOWN : (uint64_t)ra;
+		}
+	frame:
+		if (rs_unlikely(!emit(&e, word, true)))
+			goto truncated;
+		w->end_fp = fp;
+		lo = fp + RS_ARCH_FRAME_SIZE;
+		fp = next;
+		continue;
+
+	special:
+		if (is_restorer(v, ra)) {
+			/* A signal frame: continue in the context the kernel saved. */
+			uintptr_t uc = rs_arch_sigframe_context(fp);
+			struct rs_arch_context c;
+			const struct rs_stack_range *nr;
+
+			reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
+			if (!emit(&e, RS_NATIVE_SIGNAL, false))
+				goto truncated;
+			if (uc < lo || uc > hi || hi - uc < RS_ARCH_CONTEXT_READ_SIZE) {
+				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+				break;
+			}
+			rs_arch_context_read((const void *)uc, &c);
+			if (!emit(&e, code_word(v, c.pc, relative, &reasons), true))
+				goto truncated;
+			nr = range_of(w, c.sp);
+			if (!nr) {
+				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+				break;
+			}
+			if (nr == r && c.sp < uc + RS_ARCH_CONTEXT_READ_SIZE) {
+				/* same stack: the interrupted frames lie above the signal frame */
+				reasons |= RELSTACK_UNRELIABLE_NOT_INCREASING;
+				break;
+			}
+			r = nr;
+			lo = c.sp;
+			hi = r->hi;
+			top = hi - RS_ARCH_FRAME_SIZE;
+			fp = c.fp;
+			w->end_fp = 0;
+			continue;
+		}
+		word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+		if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
+			if (is_entry_frame(w, v, fp, ra, next)) {
+				if (!emit(&e, word, true))
+					goto truncated;
+				w->end_fp = fp;
+				end = true;
+				break;
+			}
+			reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+		}
+		goto frame;
+	}
+	if (end && !reasons) {
+		if (!emit(&e, RS_NATIVE_END, false))
+			goto truncated;
+	} else {
+		w->end_fp = 0;
+	}
+	goto out;
+truncated:
+	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
+	w->end_fp = 0;
+out:
+	if (reasons)
+		w->end_fp = 0;
+	*reasons_out = reasons;
+	*frames_out = e.frames;
+	return e.n;
+}
+
+__attribute__((noinline)) static size_t walk_relative(struct rs_walk *w, struct rs_objtab_view *v,
+						      uint64_t *words, size_t cap, uint32_t *reasons,
+						      uint32_t *frames)
+{
+	return walk_once(w, v, words, cap, reasons, frames, true);
+}
+
+__attribute__((noinline)) static size_t walk_absolute(struct rs_walk *w, struct rs_objtab_view *v,
+						      uint64_t *words, size_t cap, uint32_t *reasons,
+						      uint32_t *frames)
+{
+	return walk_once(w, v, words, cap, reasons, frames, false);
+}
+
+size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
+{
+	const bool relative = !(w->flags & RELSTACK_CAPTURE_ABSOLUTE);
+	struct rs_objtab_view v;
+	uint32_t reasons = 0, frames = 0;
+	unsigned tries = 0;
+	size_t n;
+
+	do {
+		rs_objtab_begin(&v);
+		n = relative ? walk_relative(w, &v, words, cap, &reasons, &frames)
+			     : walk_absolute(w, &v, words, cap, &reasons, &frames);
+		if (rs_objtab_end(&v)) {
+			if (verdict) {
+				verdict->reasons = reasons;
+				verdict->frames = frames;
+				verdict->epoch = rs_objtab_view_epoch(&v);
+			}
+			return n;
+		}
+	} while (++tries < RS_LATCH_TRIES);
+
+	/* The table changed under every pass: no word may name a guess. */
+	rs_objtab_count_busy();
+	if (relative)
+		for (size_t i = 0; i < n; i++)
+			if (words[i] != RS_NATIVE_SIGNAL && words[i] != RS_NATIVE_END)
+				words[i] = RS_NATIVE_UNKNOWN;
+	if (n && words[n - 1] == RS_NATIVE_END)
+		n--;
+	w->end_fp = 0;
+	if (verdict) {
+		verdict->reasons = reasons | RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
+		verdict->frames = frames;
+		verdict->epoch = 0;
+	}
+	return n;
+}
+
+/* Fill the parts of a walk every capture shares. */
+static void walk_init(struct rs_walk *w, const struct rs_thread_stack *ts, unsigned flags)
+{
+	w->stack = ts->stack;
+	w->alt = ts->alt;
+	w->entry_fp = ts->entry_fp;
+	w->crt_pc = rs_crt_pc;
+	w->main_top = rs_main_top;
+	w->reasons = 0;
+	w->skip = 0;
+	w->flags = flags;
+	w->pc = 0;
+	w->end_fp = 0;
+}
+
+static int unknown_stack(uint64_t *words, size_t cap, uintptr_t pc, unsigned flags, uint32_t reasons,
+			 struct relstack_verdict *v)
+{
+	struct rs_walk w = { 0 };
+
+	/* No range is known: only what needs no stack read (the pc) is written. */
+	w.pc = pc;
+	w.sp = 0;
+	w.flags = flags;
+	w.reasons = reasons | RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+	return (int)rs_unwind_walk(&w, words, cap, v);
+}
+
+__attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
+					       struct relstack_verdict *v)
+{
+	struct rs_thread_stack ts;
+	struct rs_walk w;
+	uintptr_t fp = rs_arch_frame_address();
+
+	if (flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap))
+		return -EINVAL;
+	if (!rs_thread_stack_get(&ts))
+		return unknown_stack(words, cap, 0, flags, 0, v);
+	walk_init(&w, &ts, flags);
+	w.fp = fp;
+	w.sp = fp; /* our own frame record is the lowest thing the walk reads */
+	w.skip = skip;
+	return (int)rs_unwind_walk(&w, words, cap, v);
+}
+
+int relstack_capture_context(const void *ucontext, uint64_t *words, size_t cap, unsigned flags,
+			     struct relstack_verdict *v)
+{
+	struct rs_thread_stack ts;
+	struct rs_arch_context c;
+	struct rs_walk w;
+
+	if (flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap) || !ucontext)
+		return -EINVAL;
+	/* The caller vouches for the ucontext: it may be read in full. */
+	rs_arch_context_read(ucontext, &c);
+	if (!rs_thread_stack_get(&ts)) {
+		if (!c.alt_hi)
+			return unknown_stack(words, cap, c.pc, flags, RELSTACK_UNRELIABLE_ASYNC_START, v);
+		ts = (struct rs_thread_stack){ 0 };
+	}
+	if (!ts.alt.hi && c.alt_hi) {
+		ts.alt.lo = c.alt_lo;
+		ts.alt.hi = c.alt_hi;
+	}
+	walk_init(&w, &ts, flags);
+	w.pc = c.pc;
+	w.fp = c.fp;
+	w.sp = c.sp;
+	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
+	return (int)rs_unwind_walk(&w, words, cap, v);
+}
