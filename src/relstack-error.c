@@ -15,6 +15,7 @@ const char *relstack_strerror(int err)
 	case RELSTACK_EMAGIC: return "not a relstack file";
 	case RELSTACK_EBUILDID: return "build-id mismatch";
 	case RELSTACK_ENOSYMBOLS: return "no symbols found";
+	case RELSTACK_ETRUNCATED: return "file truncated";
 	}
 	return strerror(err);
 }

@@ -13,6 +13,8 @@
 
 #include <relstack/entry.h>
 #include <relstack/unwind.h>
+#include <relstack/recorder.h>
+#include <relstack/reader.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,6 +28,7 @@ enum {
 	RELSTACK_EMAGIC,         /* not a relstack file */
 	RELSTACK_EBUILDID,       /* build-id mismatch */
 	RELSTACK_ENOSYMBOLS,     /* no symbols found */
+	RELSTACK_ETRUNCATED,     /* file shorter than its header says */
 };
 
 RELSTACK_API const char *relstack_strerror(int err);

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * relstack/recorder.h - the flight recorder: stacks and events into a file
+ * that survives the crash of the process writing it.
+ *
+ * A recorder owns one buffer file, mapped shared.  The file keeps TWO runs:
+ * the current one and the one before it.  Opening a recorder starts a new
+ * run in the area of the older of the two, so the most recent run (read or
+ * not, crashed or closed) stays decodable as the *previous* run, with its
+ * own object table and event schemas; the run before that is overwritten.
+ *
+ * Records are written lock-free from any thread and from signal handlers.
+ * A record whose write call returned is in the file, whatever happens to
+ * the process afterwards (SIGKILL included); a record cut short by the
+ * death of its writer is never accepted by the reader (relstack/reader.h).
+ * The data survive the process, not the machine: call
+ * relstack_recorder__flush() for that.
+ *
+ * docs/format.md, "The buffer file", specifies the file.
+ */
+#ifndef RELSTACK_RECORDER_H
+#define RELSTACK_RECORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <relstack/entry.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct relstack_recorder;
+struct relstack_verdict;
+
+enum relstack_recorder_mode {
+	RELSTACK_MODE_OVERWRITE = 0, /* flight recorder: the oldest records make room */
+	RELSTACK_MODE_STOP = 1,      /* keep the oldest; refuse (and count) records once full */
+};
+
+/* relstack_recorder_opts.flags */
+#define RELSTACK_RECORDER_ABSOLUTE 0x1u /* allow absolute stacks: the file then holds addresses */
+
+struct relstack_recorder_opts {
+	size_t sz;                        /* sizeof(struct relstack_recorder_opts) */
+	uint64_t size;                    /* data ring bytes per run; 0: 1 MiB.  Rounded up to a
+					     power of two, 64 KiB .. 1 GiB.  New files only: an
+					     existing file keeps its geometry */
+	enum relstack_recorder_mode mode; /* for the new run */
+	unsigned flags;                   /* RELSTACK_RECORDER_* */
+	unsigned objtab_capacity;         /* object slots persisted per run; 0: 256.  New files only */
+};
+#define RELSTACK_RECORDER_OPTS_INIT { .sz = sizeof(struct relstack_recorder_opts) }
+
+/*
+ * Open (or create) the buffer file @path and start a new run in it.
+ * A new file is created mode 0600; a symbolic link as last component is
+ * refused (ELOOP), so is anything but a regular file.  An existing file
+ * that is not a relstack buffer (RELSTACK_EMAGIC), of another version
+ * (RELSTACK_EVERSION) or damaged (RELSTACK_ECORRUPT) is left untouched.
+ * One recorder per file at a time (EBUSY).  @opts may be NULL.  Takes the
+ * object table's statedump if nobody has.
+ * Returns NULL and sets errno on failure.  Not async-signal-safe.
+ */
+RELSTACK_API struct relstack_recorder *relstack_recorder__open(const char *path,
+								const struct relstack_recorder_opts *opts);
+
+/*
+ * End the run (marked closed in the file), unmap and close.  Every writer
+ * must have stopped, and a crash handler installed with this recorder is
+ * uninstalled first.  Returns 0 or -errno (the run is closed either way).
+ */
+RELSTACK_API int relstack_recorder__close(struct relstack_recorder *rec);
+
+/* msync(2) the file: the records so far survive a machine crash.  Not async-signal-safe. */
+RELSTACK_API int relstack_recorder__flush(struct relstack_recorder *rec);
+
+/* Field types of an event schema (the size is given separately). */
+enum relstack_field_type {
+	RELSTACK_FIELD_UNSIGNED = 1, /* size 1, 2, 4 or 8 */
+	RELSTACK_FIELD_SIGNED = 2,   /* size 1, 2, 4 or 8 */
+	RELSTACK_FIELD_HEX = 3,      /* unsigned, shown in hex; size 1, 2, 4 or 8 */
+	RELSTACK_FIELD_STRING = 4,   /* fixed char array, NUL-padded */
+	RELSTACK_FIELD_BYTES = 5,    /* opaque */
+};
+
+#define RELSTACK_EVENT_NAME_MAX 47 /* characters */
+#define RELSTACK_FIELD_NAME_MAX 23
+#define RELSTACK_EVENT_FIELDS_MAX 16
+#define RELSTACK_FIELDS_SIZE_MAX 1024
+#define RELSTACK_WORDS_MAX 256
+
+struct relstack_event_field {
+	const char *name;
+	uint16_t offset; /* in the fields passed to relstack_recorder__record() */
+	uint16_t size;
+	enum relstack_field_type type;
+};
+
+/* Built-in events, defined in every run. */
+#define RELSTACK_EVENT_STACK 0u /* a stack, no fields */
+#define RELSTACK_EVENT_CRASH 1u /* fields: struct relstack_crash_fields */
+
+struct relstack_crash_fields {
+	int32_t signo;
+	int32_t code;    /* si_code */
+	int32_t errno_;  /* si_errno */
+	uint32_t pid;    /* si_pid for a signal sent by a process */
+	uint64_t addr;   /* si_addr of a fault; withheld (0 + RELSTACK_CRASH_ADDR_HIDDEN) above 64 KiB
+			    unless the run may hold addresses */
+	uint64_t flags;  /* RELSTACK_CRASH_* */
+};
+#define RELSTACK_CRASH_ADDR_HIDDEN 0x1u /* addr withheld: the run holds no addresses */
+
+/*
+ * Define an event: @name (unique in the run), @n fields within
+ * @fields_size bytes.  The schema is stored in the file, so readers decode
+ * the fields without this program.  Returns the event id (>= 2) or
+ * -EINVAL (bad name, field beyond fields_size, bad type/size), -EEXIST
+ * (name defined with another layout), -ENOSPC (64 schemas per run).
+ * Defining the same event again returns its id.  Not async-signal-safe.
+ */
+RELSTACK_API int relstack_recorder__define_event(struct relstack_recorder *rec, const char *name,
+						 const struct relstack_event_field *fields, unsigned n,
+						 size_t fields_size);
+
+/* relstack_recorder__record*() flags */
+#define RELSTACK_RECORD_ABSOLUTE 0x1u /* absolute addresses (needs RELSTACK_RECORDER_ABSOLUTE) */
+#define RELSTACK_RECORD_NO_STACK 0x2u /* fields only */
+
+/*
+ * Record the calling thread's stack (minus @skip frames of its callers
+ * beyond the caller itself) as event @event_id, with @fields_size bytes of
+ * @fields (the event's schema says what they are).
+ * Async-signal-safe: no lock, no allocation, no system call (see
+ * relstack_recorder__thread_init() for the thread's first record), bounded
+ * work, errno preserved.  Returns 0; -ENOSPC (stop mode, full),
+ * -E2BIG (fields too large), -ENOENT (event not defined), -EPERM (absolute
+ * stack not allowed); the last three and full are counted as lost.
+ */
+RELSTACK_API int relstack_recorder__record(struct relstack_recorder *rec, unsigned event_id,
+					   const void *fields, size_t fields_size, unsigned flags);
+
+/* The same for the context a signal handler received (its third argument). */
+RELSTACK_API int relstack_recorder__record_context(struct relstack_recorder *rec, const void *ucontext,
+						   unsigned event_id, const void *fields, size_t fields_size,
+						   unsigned flags);
+
+/*
+ * Record entry words the caller already has (from relstack_capture() or a
+ * foreign source), made in object table epoch @v->epoch with verdict @v.
+ * @words are absolute addresses if @flags has RELSTACK_RECORD_ABSOLUTE.
+ * Async-signal-safe like relstack_recorder__record().
+ */
+RELSTACK_API int relstack_recorder__write(struct relstack_recorder *rec, unsigned event_id,
+					  const uint64_t *words, size_t n, const struct relstack_verdict *v,
+					  const void *fields, size_t fields_size, unsigned flags);
+
+/*
+ * Read the calling thread's id now, so that no later record of this thread
+ * makes a system call (the first record otherwise calls gettid(2) once).
+ */
+RELSTACK_API void relstack_recorder__thread_init(void);
+
+/*
+ * The crash handler.  On SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT it
+ * records the faulting context's stack with its verdict as a
+ * RELSTACK_EVENT_CRASH event (struct relstack_crash_fields), on an
+ * alternate signal stack, then gives the signal to the handler that was
+ * installed before (or the default action), so the signal takes its
+ * course: the process still dumps core or dies as it would have.
+ * The alternate stack is set up for the calling thread (unless it has
+ * one); other threads get theirs with relstack_crash_handler__thread_init()
+ * (a fault on a thread without one is still recorded, unless its stack
+ * overflowed).  One recorder at a time.  Returns 0 or -errno (-EBUSY if
+ * installed already).  Not async-signal-safe.
+ */
+RELSTACK_API int relstack_recorder__install_crash_handler(struct relstack_recorder *rec);
+RELSTACK_API int relstack_crash_handler__thread_init(void);
+/* Restore the handlers that were there before.  0, or -ENOENT if none was installed. */
+RELSTACK_API int relstack_crash_handler__uninstall(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The recorder object, shared by the recorder and the crash handler. */
+#ifndef RELSTACK_RECORDER_LOCAL_H
+#define RELSTACK_RECORDER_LOCAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "relstack/recorder.h"
+#include "ring/ring.h"
+
+struct relstack_recorder {
+	struct rs_ring ring;
+	pthread_mutex_t lock;         /* schema definitions only */
+	int fd;
+	void *map;
+	uint64_t map_size;
+	struct rs_file_head *file;
+	unsigned char *area;          /* this run's area */
+	struct rs_run_head *run;
+	struct rs_schema *schemas;    /* in the file */
+	uint16_t schema_size[RS_SCHEMAS]; /* 0 and undefined look alike: see schemas[].seq */
+	unsigned flags;               /* RELSTACK_RECORDER_* */
+	int mirror;                   /* object table mirror id */
+};
+
+RS_HIDDEN void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_head *h,
+			     uint64_t *area_size);
+RS_HIDDEN uint32_t rs_ring_tid(void);
+/* The crash handler drops its recorder before it is closed. */
+RS_HIDDEN void rs_crash_handler_forget(struct relstack_recorder *rec);
+
+#endif

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The recorder: a buffer file, its runs, its event schemas, the public
+ * record calls.
+ *
+ * Opening sets up a run (never on the write path, so it may lock, allocate
+ * and make system calls); recording goes straight to ring-write.c.
+ *
+ * Starting a run, in an order that a crash at any point leaves harmless:
+ *   1  the area of the older run gets state 0 and a zero head_hash: from
+ *      here on readers see one run (the previous), never a half-new one;
+ *   2  schemas and chunk counts are cleared, the static run head written;
+ *   3  head_hash, then state = ACTIVE (release): the run exists.
+ * The area of the most recent run is never written, so it stays
+ * decodable as the previous run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture/objtab.h"
+#include "relstack/recorder.h"
+#include "relstack/relstack.h"
+#include "ring/recorder-local.h"
+#include "ring/ring.h"
+
+_Static_assert(sizeof(struct rs_file_head) == 128, "file head is 128 bytes");
+_Static_assert(offsetof(struct rs_file_head, format) == 16, "file format at 16");
+_Static_assert(offsetof(struct rs_file_head, runs) == 80, "file runs at 80");
+_Static_assert(offsetof(struct rs_file_head, run_area_size) == 88, "file run_area_size at 88");
+_Static_assert(offsetof(struct rs_file_head, run_offset) == 96, "file run_offset at 96");
+_Static_assert(offsetof(struct rs_file_head, file_size) == 112, "file file_size at 112");
+_Static_assert(offsetof(struct rs_file_head, head_hash) == 120, "file head_hash at 120");
+_Static_assert(offsetof(struct rs_file_head, flags) == 124, "file flags at 124");
+
+_Static_assert(sizeof(struct rs_run_head) == 384, "run head is 384 bytes");
+_Static_assert(offsetof(struct rs_run_head, generation) == 16, "run generation at 16");
+_Static_assert(offsetof(struct rs_run_head, run_id) == 24, "run run_id at 24");
+_Static_assert(offsetof(struct rs_run_head, boot_id) == 40, "run boot_id at 40");
+_Static_assert(offsetof(struct rs_run_head, realtime_ns) == 56, "run realtime_ns at 56");
+_Static_assert(offsetof(struct rs_run_head, monotonic_ns) == 64, "run monotonic_ns at 64");
+_Static_assert(offsetof(struct rs_run_head, pid) == 72, "run pid at 72");
+_Static_assert(offsetof(struct rs_run_head, chunk_size) == 84, "run chunk_size at 84");
+_Static_assert(offsetof(struct rs_run_head, ring_offset) == 88, "run ring_offset at 88");
+_Static_assert(offsetof(struct rs_run_head, base) == 104, "run base at 104");
+_Static_assert(offsetof(struct rs_run_head, schema_offset) == 112, "run schema_offset at 112");
+_Static_assert(offsetof(struct rs_run_head, counts_offset) == 128, "run counts_offset at 128");
+_Static_assert(offsetof(struct rs_run_head, objtab_offset) == 136, "run objtab_offset at 136");
+_Static_assert(offsetof(struct rs_run_head, comm) == 152, "run comm at 152");
+_Static_assert(offsetof(struct rs_run_head, seed) == 168, "run seed at 168");
+_Static_assert(offsetof(struct rs_run_head, head_hash) == 172, "run head_hash at 172");
+_Static_assert(offsetof(struct rs_run_head, state) == 176, "run state at 176");
+_Static_assert(offsetof(struct rs_run_head, close_monotonic_ns) == 184, "run close time at 184");
+_Static_assert(offsetof(struct rs_run_head, head) == 256, "run head at 256");
+_Static_assert(offsetof(struct rs_run_head, lost) == 320, "run lost at 320");
+_Static_assert(offsetof(struct rs_run_head, overwritten) == 328, "run overwritten at 328");
+
+_Static_assert(sizeof(struct rs_rec_head) == 16, "record head is 16 bytes");
+_Static_assert(offsetof(struct rs_rec_head, commit) == 8, "record commit at 8");
+_Static_assert(offsetof(struct rs_rec_head, kind) == 12, "record kind at 12");
+_Static_assert(offsetof(struct rs_rec_head, units) == 14, "record units at 14");
+_Static_assert(sizeof(struct rs_rec_body) == 32, "record body head is 32 bytes");
+_Static_assert(offsetof(struct rs_rec_body, epoch) == 8, "record epoch at +8");
+_Static_assert(offsetof(struct rs_rec_body, tid) == 16, "record tid at +16");
+_Static_assert(offsetof(struct rs_rec_body, event_id) == 24, "record event_id at +24");
+_Static_assert(offsetof(struct rs_rec_body, fields_size) == 28, "record fields_size at +28");
+
+_Static_assert(sizeof(struct rs_schema_field) == 32, "schema field is 32 bytes");
+_Static_assert(offsetof(struct rs_schema_field, offset) == 24, "field offset at 24");
+_Static_assert(offsetof(struct rs_schema_field, type) == 28, "field type at 28");
+_Static_assert(sizeof(struct rs_schema) == 576, "schema is 576 bytes");
+_Static_assert(offsetof(struct rs_schema, name) == 16, "schema name at 16");
+_Static_assert(offsetof(struct rs_schema, field) == 64, "schema fields at 64");
+_Static_assert(RS_MAX_RECORD <= RS_CHUNK, "a record fits a chunk");
+_Static_assert(RELSTACK_EVENT_FIELDS_MAX == RS_SCHEMA_FIELDS, "public and file field limits agree");
+_Static_assert(RELSTACK_FIELDS_SIZE_MAX == RS_MAX_FIELDS_SIZE, "public and file size limits agree");
+_Static_assert(RELSTACK_WORDS_MAX == RS_MAX_WORDS, "public and file word limits agree");
+_Static_assert(sizeof(struct relstack_crash_fields) == 32, "crash fields are 32 bytes");
+
+#define RS_DEFAULT_RING (1u << 20)
+#define RS_MIN_RING (64u << 10)
+#define RS_MAX_RING (1ull << 30)
+#define RS_DEFAULT_OBJTAB 256u
+
+static inline uint64_t round_block(uint64_t n)
+{
+	return (n + RS_BLOCK - 1) & ~(uint64_t)(RS_BLOCK - 1);
+}
+
+void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_head *h, uint64_t *area_size)
+{
+	uint64_t off = RS_BLOCK;
+
+	h->schema_offset = off;
+	h->schema_capacity = RS_SCHEMAS;
+	h->schema_size = sizeof(struct rs_schema);
+	off += round_block(RS_SCHEMAS * sizeof(struct rs_schema));
+	h->counts_offset = off;
+	off += round_block(ring_size / RS_CHUNK * sizeof(uint32_t));
+	h->objtab_offset = off;
+	h->objtab_size = round_block(rs_objtab_image_size(objtab_capacity));
+	off += h->objtab_size;
+	h->ring_offset = off;
+	h->ring_size = ring_size;
+	h->chunk_size = RS_CHUNK;
+	*area_size = off + ring_size;
+}
+
+static int file_head_check(const struct rs_file_head *f, uint64_t st_size)
+{
+	struct relstack_format native;
+
+	if (st_size < sizeof(*f) || memcmp(f->magic, RS_FILE_MAGIC, 8) != 0)
+		return -RELSTACK_EMAGIC;
+	if (f->version != RS_FILE_VERSION)
+		return -RELSTACK_EVERSION;
+	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash)) ||
+	    f->head_size != sizeof(*f) || f->runs != RS_RUNS || f->file_size != st_size ||
+	    f->run_area_size % RS_BLOCK || f->run_offset[0] != RS_BLOCK ||
+	    f->run_offset[1] != RS_BLOCK + f->run_area_size ||
+	    f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size)
+		return -RELSTACK_ECORRUPT;
+	relstack_format_native(&native);
+	if (memcmp(&native, &f->format, sizeof(native)) != 0)
+		return -RELSTACK_EFORMAT;
+	return 0;
+}
+
+/* A run head this writer may trust enough to pick areas (the reader checks everything). */
+static uint64_t run_generation(const struct rs_run_head *h)
+{
+	if (memcmp(h->magic, RS_RUN_MAGIC, 8) != 0 ||
+	    h->head_hash != rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)))
+		return 0;
+	return h->generation;
+}
+
+static void read_boot_id(uint8_t out[16])
+{
+	char buf[64];
+	unsigned n = 0;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t len;
+
+	memset(out, 0, 16);
+	if (fd < 0)
+		return;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	for (ssize_t i = 0; i < len && n < 32; i++) {
+		int c = buf[i], v;
+
+		if (c >= '0' && c <= '9')
+			v = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v = c - 'a' + 10;
+		else
+			continue;
+		out[n / 2] |= (uint8_t)(n % 2 ? v : v << 4);
+		n++;
+	}
+}
+
+static int schema_put(struct relstack_recorder *rec, unsigned id, const char *name,
+		      const struct relstack_event_field *fields, unsigned n, size_t size)
+{
+	struct rs_schema s, *dst = &rec->schemas[id];
+
+	memset(&s, 0, sizeof(s));
+	s.id = (uint16_t)id;
+	s.nfields = (uint16_t)n;
+	s.size = (uint16_t)size;
+	strncpy(s.name, name, sizeof(s.name) - 1);
+	for (unsigned i = 0; i < n; i++) {
+		strncpy(s.field[i].name, fields[i].name, sizeof(s.field[i].name) - 1);
+		s.field[i].offset = fields[i].offset;
+		s.field[i].size = fields[i].size;
+		s.field[i].type = (uint8_t)fields[i].type;
+	}
+	s.hash = rs_hash32(RS_HASH32_INIT, (const char *)&s + 8, sizeof(s) - 8);
+	/* seq odd while the schema is written: a crash here leaves it rejected, not torn */
+	atomic_store_explicit((_Atomic uint32_t *)&dst->seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memcpy((char *)dst + 8, (const char *)&s + 8, sizeof(s) - 8);
+	atomic_store_explicit((_Atomic uint32_t *)&dst->seq, 2, memory_order_release);
+	rec->schema_size[id] = (uint16_t)size;
+	return (int)id;
+}
+
+static bool valid_name(const char *name, size_t max)
+{
+	size_t n = name ? strnlen(name, max + 1) : 0;
+
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+int relstack_recorder__define_event(struct relstack_recorder *rec, const char *name,
+				    const struct relstack_event_field *fields, unsigned n, size_t fields_size)
+{
+	int ret = -ENOSPC;
+
+	if (!rec || !valid_name(name, RELSTACK_EVENT_NAME_MAX) || n > RS_SCHEMA_FIELDS ||
+	    fields_size > RS_MAX_FIELDS_SIZE || (n && !fields))
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		const struct relstack_event_field *f = &fields[i];
+		bool intish = f->type == RELSTACK_FIELD_UNSIGNED || f->type == RELSTACK_FIELD_SIGNED ||
+			      f->type == RELSTACK_FIELD_HEX;
+
+		if (!valid_name(f->name, RELSTACK_FIELD_NAME_MAX) || f->size == 0 ||
+		    (size_t)f->offset + f->size > fields_size ||
+		    f->type < RELSTACK_FIELD_UNSIGNED || f->type > RELSTACK_FIELD_BYTES ||
+		    (intish && f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8))
+			return -EINVAL;
+	}
+	pthread_mutex_lock(&rec->lock);
+	for (unsigned id = 0; id < RS_SCHEMAS; id++) {
+		const struct rs_schema *s = &rec->schemas[id];
+
+		if (s->seq == 0) {
+			ret = schema_put(rec, id, name, fields, n, fields_size);
+			break;
+		}
+		if (strncmp(s->name, name, sizeof(s->name)) != 0)
+			continue;
+		ret = (int)id;
+		if (s->nfields != n || s->size != fields_size)
+			ret = -EEXIST;
+		for (unsigned i = 0; ret >= 0 && i < n; i++)
+			if (strncmp(s->field[i].name, fields[i].name, RS_FIELD_NAME) != 0 ||
+			    s->field[i].offset != fields[i].offset || s->field[i].size != fields[i].size ||
+			    s->field[i].type != fields[i].type)
+				ret = -EEXIST;
+		break;
+	}
+	pthread_mutex_unlock(&rec->lock);
+	return ret;
+}
+
+static void define_builtins(struct relstack_recorder *rec)
+{
+	static const struct relstack_event_field crash[] = {
+		{ "signo", 0, 4, RELSTACK_FIELD_SIGNED },
+		{ "code", 4, 4, RELSTACK_FIELD_SIGNED },
+		{ "errno", 8, 4, RELSTACK_FIELD_SIGNED },
+		{ "pid", 12, 4, RELSTACK_FIELD_UNSIGNED },
+		{ "addr", 16, 8, RELSTACK_FIELD_HEX },
+		{ "flags", 24, 8, RELSTACK_FIELD_HEX },
+	};
+
+	schema_put(rec, RELSTACK_EVENT_STACK, "stack", NULL, 0, 0);
+	schema_put(rec, RELSTACK_EVENT_CRASH, "crash", crash, RS_ARRAY_SIZE(crash),
+		   sizeof(struct relstack_crash_fields));
+}
+
+static int new_file(int fd, uint64_t ring_size, unsigned objtab_capacity, struct rs_file_head *f)
+{
+	struct rs_run_head geo;
+	uint64_t area;
+
+	memset(&geo, 0, sizeof(geo));
+	rs_run_layout(ring_size, objtab_capacity, &geo, &area);
+	memset(f, 0, sizeof(*f));
+	memcpy(f->magic, RS_FILE_MAGIC, 8);
+	f->version = RS_FILE_VERSION;
+	f->head_size = sizeof(*f);
+	relstack_format_native(&f->format);
+	f->runs = RS_RUNS;
+	f->run_area_size = area;
+	f->run_offset[0] = RS_BLOCK;
+	f->run_offset[1] = RS_BLOCK + area;
+	f->file_size = RS_BLOCK + RS_RUNS * area;
+	f->head_hash = rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash));
+	if (ftruncate(fd, (off_t)f->file_size) < 0)
+		return -errno;
+	if (pwrite(fd, f, sizeof(*f), 0) != (ssize_t)sizeof(*f))
+		return -EIO;
+	return 0;
+}
+
+/* The ring and objtab geometry of an existing file, taken from its run heads (or recomputed). */
+static int file_geometry(const struct rs_file_head *f, uint64_t *ring_size, unsigned *objtab_capacity)
+{
+	/* The layout is a function of (ring_size, capacity): find the pair that gives this area size. */
+	for (uint64_t ring = RS_MIN_RING; ring <= RS_MAX_RING; ring <<= 1) {
+		struct rs_run_head g;
+		uint64_t area, fixed;
+
+		memset(&g, 0, sizeof(g));
+		rs_run_layout(ring, 1, &g, &area);
+		fixed = area - g.objtab_size;
+		if (f->run_area_size <= fixed)
+			continue;
+		for (unsigned cap = 1; cap <= RS_OBJTAB_SLOTS; cap++) {
+			if (fixed + round_block(rs_objtab_image_size(cap)) != f->run_area_size)
+				continue;
+			/* the largest capacity that rounds to this size */
+			while (cap < RS_OBJTAB_SLOTS &&
+			       round_block(rs_objtab_image_size(cap + 1)) == round_block(rs_objtab_image_size(cap)))
+				cap++;
+			*ring_size = ring;
+			*objtab_capacity = cap;
+			return 0;
+		}
+	}
+	return -RELSTACK_ECORRUPT;
+}
+
+static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint64_t generation,
+		      uint64_t ring_size, unsigned objtab_capacity, unsigned mode, unsigned flags)
+{
+	struct rs_run_head s;
+	uint64_t area;
+
+	/* 1 */
+	atomic_store_explicit((_Atomic uint32_t *)&h->state, 0, memory_order_relaxed);
+	atomic_store_explicit((_Atomic uint32_t *)&h->head_hash, 0, memory_order_release);
+	/* 2 */
+	memset(&s, 0, sizeof(s));
+	memcpy(s.magic, RS_RUN_MAGIC, 8);
+	s.version = RS_FILE_VERSION;
+	s.head_size = sizeof(s);
+	s.generation = generation;
+	if (getrandom(s.run_id, sizeof(s.run_id), GRND_NONBLOCK) != sizeof(s.run_id)) {
+		uint64_t t = rs_clock_ns(CLOCK_MONOTONIC) ^ ((uint64_t)getpid() << 32);
+
+		memcpy(s.run_id, &t, sizeof(t));
+	}
+	read_boot_id(s.boot_id);
+	s.realtime_ns = rs_clock_ns(CLOCK_REALTIME);
+	s.monotonic_ns = rs_clock_ns(CLOCK_MONOTONIC);
+	s.pid = (uint32_t)getpid();
+	s.mode = mode;
+	s.flags = flags;
+	rs_run_layout(ring_size, objtab_capacity, &s, &area);
+	s.base = generation << 40;
+	{
+		extern char *program_invocation_short_name;
+
+		strncpy(s.comm, program_invocation_short_name, sizeof(s.comm) - 1);
+	}
+	s.seed = rs_hash32(RS_HASH32_INIT, s.run_id, sizeof(s.run_id));
+	s.head = s.base;
+	/* schemas and chunk counts lie between schema_offset and objtab_offset */
+	memset(rec->area + s.schema_offset, 0, s.objtab_offset - s.schema_offset);
+	memcpy(h, &s, offsetof(struct rs_run_head, head_hash));
+	h->close_monotonic_ns = 0;
+	h->head = s.base;
+	h->lost = 0;
+	h->overwritten = 0;
+	/* 3 */
+	atomic_store_explicit((_Atomic uint32_t *)&h->head_hash,
+			      rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)),
+			      memory_order_release);
+	atomic_store_explicit((_Atomic uint32_t *)&h->state, RS_RUN_ACTIVE, memory_order_release);
+}
+
+struct relstack_recorder *relstack_recorder__open(const char *path, const struct relstack_recorder_opts *opts)
+{
+	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
+	struct relstack_recorder *rec = NULL;
+	struct rs_file_head f;
+	struct rs_run_head *heads[RS_RUNS];
+	uint64_t ring_size, gen[RS_RUNS];
+	unsigned cap, cur;
+	struct stat st;
+	void *map = MAP_FAILED;
+	int fd = -1, ret;
+
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (opts) {
+		if (opts->sz < sizeof(size_t))
+			goto einval;
+		/* a newer caller: every field this library does not know must be zero */
+		for (size_t i = sizeof(o); i < opts->sz; i++)
+			if (((const unsigned char *)opts)[i])
+				goto einval;
+		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
+	}
+	if (o.mode != RELSTACK_MODE_OVERWRITE && o.mode != RELSTACK_MODE_STOP)
+		goto einval;
+	if (o.flags & ~RELSTACK_RECORDER_ABSOLUTE)
+		goto einval;
+	ring_size = o.size ? o.size : RS_DEFAULT_RING;
+	if (ring_size > RS_MAX_RING)
+		goto einval;
+	if (ring_size < RS_MIN_RING)
+		ring_size = RS_MIN_RING;
+	ring_size = 1ull << (64 - __builtin_clzll(ring_size - 1));
+	cap = o.objtab_capacity ? o.objtab_capacity : RS_DEFAULT_OBJTAB;
+	if (cap > RS_OBJTAB_SLOTS)
+		goto einval;
+
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0)
+		goto fail_errno;
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+	if (st.st_size == 0) {
+		ret = new_file(fd, ring_size, cap, &f);
+		if (ret < 0)
+			goto fail;
+	} else {
+		if (pread(fd, &f, sizeof(f), 0) != (ssize_t)sizeof(f))
+			memset(&f, 0, sizeof(f));
+		ret = file_head_check(&f, (uint64_t)st.st_size);
+		if (ret < 0)
+			goto fail;
+		ret = file_geometry(&f, &ring_size, &cap);
+		if (ret < 0)
+			goto fail;
+	}
+	map = mmap(NULL, f.file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		goto fail_errno;
+
+	rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		goto fail_errno;
+	pthread_mutex_init(&rec->lock, NULL);
+	rec->fd = fd;
+	rec->map = map;
+	rec->map_size = f.file_size;
+	rec->file = map;
+	rec->flags = o.flags;
+	rec->mirror = -1;
+	rec->ring.holder = -1;
+	for (unsigned i = 0; i < RS_RUNS; i++) {
+		heads[i] = (struct rs_run_head *)((char *)map + f.run_offset[i]);
+		gen[i] = run_generation(heads[i]);
+	}
+	/* the new run goes where the older run is; the most recent one is kept */
+	cur = gen[0] <= gen[1] ? 0 : 1;
+	rec->area = (unsigned char *)map + f.run_offset[cur];
+	rec->run = heads[cur];
+	rec->ring.chunk_epoch = calloc(ring_size / RS_CHUNK, sizeof(uint64_t));
+	if (!rec->ring.chunk_epoch)
+		goto fail_errno;
+
+	run_start(rec, rec->run, (gen[0] > gen[1] ? gen[0] : gen[1]) + 1, ring_size, cap, o.mode,
+		  (o.flags & RELSTACK_RECORDER_ABSOLUTE) ? RS_RUN_ADDRESSES : 0);
+	if (o.flags & RELSTACK_RECORDER_ABSOLUTE)
+		atomic_fetch_or_explicit((_Atomic uint32_t *)&rec->file->flags, RS_FILE_ADDRESSES,
+					 memory_order_relaxed);
+	rec->schemas = (struct rs_schema *)(rec->area + rec->run->schema_offset);
+	define_builtins(rec);
+
+	rec->ring.data = rec->area + rec->run->ring_offset;
+	rec->ring.run = rec->run;
+	rec->ring.counts = (_Atomic uint32_t *)(rec->area + rec->run->counts_offset);
+	rec->ring.size = ring_size;
+	rec->ring.mask = ring_size - 1;
+	rec->ring.base = rec->run->base;
+	rec->ring.nchunks = (uint32_t)(ring_size / RS_CHUNK);
+	rec->ring.seed = rec->run->seed;
+	rec->ring.mode = o.mode;
+	rec->ring.word_size = f.format.word_size;
+	rs_ring_init(&rec->ring);
+
+	ret = rs_objtab_mirror_attach(rec->area + rec->run->objtab_offset, rec->run->objtab_size, cap,
+				      (o.flags & RELSTACK_RECORDER_ABSOLUTE) != 0);
+	if (ret < 0)
+		goto fail;
+	rec->mirror = ret;
+	{
+		struct relstack_objtab_stats ost;
+
+		relstack_objtab_stats(&ost);
+		rec->ring.holder = rs_objtab_hold(ost.epoch);
+	}
+	return rec;
+
+einval:
+	errno = EINVAL;
+	return NULL;
+fail_errno:
+	ret = -errno;
+fail:
+	if (rec) {
+		free(rec->ring.chunk_epoch);
+		pthread_mutex_destroy(&rec->lock);
+		free(rec);
+	}
+	if (map != MAP_FAILED)
+		munmap(map, f.file_size);
+	if (fd >= 0)
+		close(fd);
+	errno = -ret;
+	return NULL;
+}
+
+int relstack_recorder__flush(struct relstack_recorder *rec)
+{
+	if (!rec)
+		return -EINVAL;
+	return msync(rec->map, rec->map_size, MS_SYNC) < 0 ? -errno : 0;
+}
+
+int relstack_recorder__close(struct relstack_recorder *rec)
+{
+	int ret;
+
+	if (!rec)
+		return -EINVAL;
+	rs_crash_handler_forget(rec);
+	if (rec->mirror >= 0)
+		rs_objtab_mirror_detach(rec->mirror);
+	if (rec->ring.holder >= 0)
+		rs_objtab_release(rec->ring.holder);
+	rec->run->close_monotonic_ns = rs_clock_ns(CLOCK_MONOTONIC);
+	atomic_store_explicit((_Atomic uint32_t *)&rec->run->state, RS_RUN_CLOSED, memory_order_release);
+	ret = relstack_recorder__flush(rec);
+	munmap(rec->map, rec->map_size);
+	close(rec->fd);
+	free(rec->ring.chunk_epoch);
+	pthread_mutex_destroy(&rec->lock);
+	free(rec);
+	return ret;
+}
+
+void relstack_recorder__thread_init(void)
+{
+	rs_ring_tid();
+}

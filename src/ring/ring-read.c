@@ -1,0 +1,797 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The reader: a buffer file, validated from the outside in.
+ *
+ * The file is copied into memory first, so nothing changes under the
+ * checks (a live writer, a file truncated while mapped).  Then, in order:
+ *
+ *   1  the file head: magic, version, size, checksum, format descriptor,
+ *      geometry, and the file's real size against the geometry;
+ *   2  each run head: magic, checksum, version, generation, state, mode,
+ *      then every offset and size of the run's parts, each against the
+ *      area and against the parts before it;
+ *   3  the run's object table image (rs_objtab_image_check; its records
+ *      are checked one by one when used) and its schemas, one by one;
+ *   4  the ring: every record, from the oldest position the run can
+ *      still hold to `head` (ring-write.c explains the steps A..D a
+ *      record head reflects).  A record is accepted only if its pos is
+ *      its own position (B happened), its commit is not 0 (D happened)
+ *      and equals the checksum, and its body fits its length.
+ *
+ * A failed check in 1 refuses the file; in 2 it drops the run; in 3 the
+ * schema or the object table; in 4 the record.  Each check has its own
+ * message.  Positions where no record head is found are counted as gap
+ * bytes and skipped 16 bytes at a time until a record head appears.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture/objtab.h"
+#include "relstack/reader.h"
+#include "relstack/recorder.h"
+#include "relstack/relstack.h"
+#include "ring/ring.h"
+
+#define RS_READ_MAX (8ull << 30) /* bigger than any file a recorder makes */
+
+struct run_view {
+	bool valid;
+	char err[200];
+	unsigned area;
+	struct rs_run_head h;
+	const unsigned char *mem;     /* the run area */
+	const unsigned char *ring;
+	const unsigned char *objtab;
+	size_t objtab_size;
+	unsigned objtab_cap;          /* 0: image damaged */
+	struct relstack_schema schema[RS_SCHEMAS];
+	unsigned nschemas;
+	int8_t by_id[RS_SCHEMAS];
+	uint64_t *pos;                /* positions of valid records */
+	size_t npos, cappos;
+	uint64_t skipped, gap_bytes;
+};
+
+struct relstack_reader {
+	unsigned char *mem;
+	size_t size;
+	struct rs_file_head fh;
+	struct run_view run[RS_RUNS];
+	int which[2];                 /* area of the current and previous run, -1 */
+	unsigned nruns;
+};
+
+struct relstack_cursor {
+	const struct relstack_reader *r;
+	const struct run_view *v;
+	enum relstack_run_which which;
+	size_t i;
+	uint64_t words[RS_MAX_WORDS];
+	unsigned char fields[RS_MAX_FIELDS_SIZE];
+};
+
+static void say(const struct relstack_reader_opts *o, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (!o || o->sz < offsetof(struct relstack_reader_opts, errbuf_sz) + sizeof(size_t) || !o->errbuf ||
+	    !o->errbuf_sz)
+		return;
+	n = snprintf(o->errbuf, o->errbuf_sz, "%s: ", name);
+	if (n < 0 || (size_t)n >= o->errbuf_sz)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(o->errbuf + n, o->errbuf_sz - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- 1: the file head ---- */
+
+static int check_file(struct relstack_reader *r, const struct relstack_reader_opts *o, const char *name)
+{
+	const struct rs_file_head *f = &r->fh;
+	const char *field;
+
+	if (r->size < 8 || memcmp(r->mem, RS_FILE_MAGIC, 8) != 0) {
+		say(o, name, "offset 0x0 (magic): not a relstack buffer file");
+		return -RELSTACK_EMAGIC;
+	}
+	if (r->size < sizeof(*f)) {
+		say(o, name, "offset 0x%zx: file ends inside the %zu-byte file head", r->size, sizeof(*f));
+		return -RELSTACK_ETRUNCATED;
+	}
+	memcpy(&r->fh, r->mem, sizeof(r->fh));
+	if (f->version != RS_FILE_VERSION) {
+		say(o, name, "offset 0x8 (version): version %u, this reader reads version %u", f->version,
+		    RS_FILE_VERSION);
+		return -RELSTACK_EVERSION;
+	}
+	if (f->head_size != sizeof(*f)) {
+		say(o, name, "offset 0xc (head_size): %u, expected %zu", f->head_size, sizeof(*f));
+		return -RELSTACK_ECORRUPT;
+	}
+	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash))) {
+		say(o, name, "offset 0x78 (head_hash): file head checksum mismatch");
+		return -RELSTACK_ECORRUPT;
+	}
+	if (relstack_format_validate(&f->format, &field) < 0) {
+		say(o, name, "offset 0x10 (format descriptor): %s", field ? field : "invalid");
+		return -RELSTACK_EFORMAT;
+	}
+	if (f->format.byte_order != RELSTACK_LITTLE_ENDIAN) {
+		say(o, name, "offset 0x11 (format.byte_order): big-endian buffers are not read");
+		return -RELSTACK_EFORMAT;
+	}
+	if (f->runs != RS_RUNS) {
+		say(o, name, "offset 0x50 (runs): %u, expected %u", f->runs, RS_RUNS);
+		return -RELSTACK_ECORRUPT;
+	}
+	if (f->run_area_size == 0 || f->run_area_size % RS_BLOCK || f->run_area_size > RS_READ_MAX) {
+		say(o, name, "offset 0x58 (run_area_size): %llu is not a positive multiple of %u",
+		    (unsigned long long)f->run_area_size, RS_BLOCK);
+		return -RELSTACK_ECORRUPT;
+	}
+	for (unsigned i = 0; i < RS_RUNS; i++) {
+		if (f->run_offset[i] != RS_BLOCK + i * f->run_area_size) {
+			say(o, name, "offset 0x%zx (run_offset[%u]): 0x%llx, expected 0x%llx",
+			    offsetof(struct rs_file_head, run_offset) + 8 * i, i,
+			    (unsigned long long)f->run_offset[i],
+			    (unsigned long long)(RS_BLOCK + i * f->run_area_size));
+			return -RELSTACK_ECORRUPT;
+		}
+	}
+	if (f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size) {
+		say(o, name, "offset 0x70 (file_size): %llu does not match the run areas",
+		    (unsigned long long)f->file_size);
+		return -RELSTACK_ECORRUPT;
+	}
+	if (f->flags & ~RS_FILE_ADDRESSES) {
+		say(o, name, "offset 0x7c (flags): unknown flags 0x%x", f->flags);
+		return -RELSTACK_ECORRUPT;
+	}
+	if (r->size < f->file_size) {
+		say(o, name, "file is %zu bytes, its head says %llu: truncated", r->size,
+		    (unsigned long long)f->file_size);
+		return -RELSTACK_ETRUNCATED;
+	}
+	return 0;
+}
+
+/* ---- 2: run heads ---- */
+
+#define RUN_FAIL(v, off, ...)                                                         \
+	do {                                                                          \
+		int n_ = snprintf((v)->err, sizeof((v)->err), "run area %u, offset 0x%llx: ", \
+				  (v)->area, (unsigned long long)(off));              \
+		if (n_ > 0 && (size_t)n_ < sizeof((v)->err))                          \
+			snprintf((v)->err + n_, sizeof((v)->err) - (size_t)n_, __VA_ARGS__); \
+		return false;                                                         \
+	} while (0)
+
+static bool span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
+{
+	return off >= lo && off <= hi && len <= hi - off;
+}
+
+static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
+{
+	const struct rs_run_head *h = &v->h;
+	uint64_t at = r->fh.run_offset[v->area], area = r->fh.run_area_size;
+	static const unsigned char zero[8];
+
+	if (area < sizeof(*h))
+		RUN_FAIL(v, at, "run area smaller than a run head");
+	memcpy(&v->h, v->mem, sizeof(v->h));
+	if (memcmp(h->magic, zero, 8) == 0 && h->generation == 0)
+		return false; /* never used: no run, no error */
+	if (memcmp(h->magic, RS_RUN_MAGIC, 8) != 0)
+		RUN_FAIL(v, at, "run head magic: not %s", RS_RUN_MAGIC);
+	if (h->head_hash == 0 && h->state == 0)
+		RUN_FAIL(v, at + 172, "run head: a run was being started here when its writer stopped");
+	if (h->head_hash != rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)))
+		RUN_FAIL(v, at + 172, "run head checksum mismatch");
+	if (h->version != RS_FILE_VERSION)
+		RUN_FAIL(v, at + 8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
+	if (h->head_size != sizeof(*h))
+		RUN_FAIL(v, at + 12, "run head_size %u, expected %zu", h->head_size, sizeof(*h));
+	if (h->generation == 0 || h->generation >= (1ull << 24))
+		RUN_FAIL(v, at + 16, "generation %llu out of range", (unsigned long long)h->generation);
+	if (h->base != h->generation << 40)
+		RUN_FAIL(v, at + 104, "base 0x%llx is not generation << 40", (unsigned long long)h->base);
+	if (h->state != RS_RUN_ACTIVE && h->state != RS_RUN_CLOSED)
+		RUN_FAIL(v, at + 176, "state %u unknown", h->state);
+	if (h->mode != RS_MODE_OVERWRITE && h->mode != RS_MODE_STOP)
+		RUN_FAIL(v, at + 76, "mode %u unknown", h->mode);
+	if (h->flags & ~RS_RUN_ADDRESSES)
+		RUN_FAIL(v, at + 80, "unknown run flags 0x%x", h->flags);
+	if (h->chunk_size != RS_CHUNK)
+		RUN_FAIL(v, at + 84, "chunk_size %u, expected %u", h->chunk_size, RS_CHUNK);
+	if (h->ring_size < RS_CHUNK || h->ring_size > (1ull << 30) || (h->ring_size & (h->ring_size - 1)))
+		RUN_FAIL(v, at + 96, "ring_size %llu is not a power of two in [%u, 1 GiB]",
+			 (unsigned long long)h->ring_size, RS_CHUNK);
+	if (h->schema_offset != RS_BLOCK || h->schema_capacity != RS_SCHEMAS ||
+	    h->schema_size != sizeof(struct rs_schema))
+		RUN_FAIL(v, at + 112, "schema table at 0x%llx, %u x %u bytes: expected 0x%x, %u x %zu",
+			 (unsigned long long)h->schema_offset, h->schema_capacity, h->schema_size, RS_BLOCK,
+			 RS_SCHEMAS, sizeof(struct rs_schema));
+	if (!span_ok(h->counts_offset, h->ring_size / RS_CHUNK * 4,
+		     h->schema_offset + (uint64_t)RS_SCHEMAS * sizeof(struct rs_schema), area))
+		RUN_FAIL(v, at + 128, "chunk counts (0x%llx) overlap the schemas or leave the area",
+			 (unsigned long long)h->counts_offset);
+	if (!span_ok(h->objtab_offset, h->objtab_size, h->counts_offset + h->ring_size / RS_CHUNK * 4, area))
+		RUN_FAIL(v, at + 136, "object table (0x%llx, %llu bytes) overlaps the counts or leaves the area",
+			 (unsigned long long)h->objtab_offset, (unsigned long long)h->objtab_size);
+	if (h->ring_offset % 16 || !span_ok(h->ring_offset, h->ring_size, h->objtab_offset + h->objtab_size, area))
+		RUN_FAIL(v, at + 88, "ring (0x%llx, %llu bytes) misaligned, overlapping the object table, or "
+			 "beyond the area", (unsigned long long)h->ring_offset, (unsigned long long)h->ring_size);
+	if (h->head < h->base || (h->head - h->base) % RS_CHUNK || h->head - h->base >= (1ull << 40))
+		RUN_FAIL(v, at + 256, "head 0x%llx is not a chunk position of this run",
+			 (unsigned long long)h->head);
+	v->ring = v->mem + h->ring_offset;
+	v->objtab = v->mem + h->objtab_offset;
+	v->objtab_size = h->objtab_size;
+	return true;
+}
+
+/* ---- 3: object table and schemas ---- */
+
+static void check_objtab(struct run_view *v)
+{
+	const char *why;
+
+	if (rs_objtab_image_check(v->objtab, v->objtab_size, &why) < 0) {
+		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area,
+			 (unsigned long long)v->h.objtab_offset, why);
+		return;
+	}
+	v->objtab_cap = ((const struct rs_objtab_image_head *)v->objtab)->capacity;
+}
+
+static const char *schema_problem(const struct rs_schema *s, unsigned index)
+{
+	if (s->seq & 1)
+		return "writer stopped while defining it";
+	if (s->seq != 2)
+		return "unknown seq value";
+	if (s->hash != rs_hash32(RS_HASH32_INIT, (const char *)s + 8, sizeof(*s) - 8))
+		return "checksum mismatch";
+	if (s->id != index)
+		return "id does not match its position";
+	if (s->nfields > RS_SCHEMA_FIELDS)
+		return "more fields than the table holds";
+	if (s->size > RS_MAX_FIELDS_SIZE)
+		return "fields size too large";
+	if (!memchr(s->name, 0, sizeof(s->name)) || !s->name[0])
+		return "name empty or not terminated";
+	for (unsigned i = 0; i < s->nfields; i++) {
+		const struct rs_schema_field *f = &s->field[i];
+
+		if (!memchr(f->name, 0, sizeof(f->name)) || !f->name[0])
+			return "field name empty or not terminated";
+		if ((unsigned)f->offset + f->size > s->size || f->size == 0)
+			return "field beyond the event's fields";
+		if (f->type < RELSTACK_FIELD_UNSIGNED || f->type > RELSTACK_FIELD_BYTES)
+			return "field type unknown";
+		if (f->type != RELSTACK_FIELD_STRING && f->type != RELSTACK_FIELD_BYTES &&
+		    f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8)
+			return "integer field of a size other than 1, 2, 4, 8";
+	}
+	return NULL;
+}
+
+static void check_schemas(struct run_view *v)
+{
+	memset(v->by_id, -1, sizeof(v->by_id));
+	for (unsigned i = 0; i < RS_SCHEMAS; i++) {
+		struct rs_schema s;
+		struct relstack_schema *o;
+		const char *why;
+
+		memcpy(&s, v->mem + v->h.schema_offset + i * sizeof(s), sizeof(s));
+		if (s.seq == 0)
+			continue;
+		why = schema_problem(&s, i);
+		if (why) {
+			if (!v->err[0])
+				snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: schema %u: %s", v->area,
+					 (unsigned long long)(v->h.schema_offset + i * sizeof(s)), i, why);
+			continue;
+		}
+		o = &v->schema[v->nschemas];
+		memset(o, 0, sizeof(*o));
+		o->id = i;
+		memcpy(o->name, s.name, sizeof(o->name));
+		o->size = s.size;
+		o->nfields = s.nfields;
+		for (unsigned k = 0; k < s.nfields; k++) {
+			memcpy(o->field[k].name, s.field[k].name, sizeof(o->field[k].name));
+			o->field[k].offset = s.field[k].offset;
+			o->field[k].size = s.field[k].size;
+			o->field[k].type = s.field[k].type;
+		}
+		v->by_id[i] = (int8_t)v->nschemas++;
+	}
+}
+
+/* ---- 4: records ---- */
+
+/* Why the body of a committed record is not acceptable, or NULL. */
+static const char *body_problem(const struct rs_rec_head *h, const struct rs_rec_body *b, size_t len,
+				unsigned ws)
+{
+	if (h->kind < RS_REC_STACK_REL || h->kind > RS_REC_EVENT)
+		return "unknown kind";
+	if (h->flags)
+		return "flags not zero";
+	if (len < RS_REC_FIXED)
+		return "shorter than a record";
+	if (b->nwords > RS_MAX_WORDS || b->fields_size > RS_MAX_FIELDS_SIZE)
+		return "more words or fields than a record holds";
+	if (RS_REC_FIXED + (size_t)b->nwords * ws + b->fields_size > len)
+		return "words and fields beyond the record";
+	if (h->kind == RS_REC_EVENT && b->nwords)
+		return "event record with words";
+	if (b->reserved)
+		return "reserved not zero";
+	return NULL;
+}
+
+static int add_pos(struct run_view *v, uint64_t p)
+{
+	if (v->npos == v->cappos) {
+		size_t n = v->cappos ? v->cappos * 2 : 256;
+		uint64_t *np = realloc(v->pos, n * sizeof(*np));
+
+		if (!np)
+			return -ENOMEM;
+		v->pos = np;
+		v->cappos = n;
+	}
+	v->pos[v->npos++] = p;
+	return 0;
+}
+
+static int scan_records(const struct relstack_reader *r, struct run_view *v)
+{
+	const struct rs_run_head *h = &v->h;
+	uint64_t mask = h->ring_size - 1, lo, hi, p;
+	unsigned ws = r->fh.format.word_size;
+
+	hi = h->head;
+	lo = h->base;
+	if (h->mode == RS_MODE_STOP) {
+		if (hi - h->base > h->ring_size)
+			hi = h->base + h->ring_size;
+	} else if (hi - h->base > h->ring_size) {
+		lo = hi - h->ring_size;
+	}
+	for (p = lo; p < hi;) {
+		uint64_t off = (p - h->base) & mask;
+		const unsigned char *d = v->ring + off;
+		struct rs_rec_head rh;
+		struct rs_rec_body b;
+		size_t len;
+
+		memcpy(&rh, d, sizeof(rh));
+		len = (size_t)rh.units * 16;
+		if (rh.pos != p || rh.units == 0 || off % RS_CHUNK + len > RS_CHUNK) {
+			v->gap_bytes += 16;
+			p += 16;
+			continue;
+		}
+		if (rh.commit == 0) {
+			/* B happened, D did not: a partial record */
+			if (rh.kind != RS_REC_PAD)
+				v->skipped++;
+			p += len;
+			continue;
+		}
+		if (rh.commit != rs_rec_sum(h->seed, p, d, len)) {
+			v->skipped++;
+			v->gap_bytes += 16;
+			p += 16;
+			continue;
+		}
+		if (rh.kind == RS_REC_PAD) {
+			p += len;
+			continue;
+		}
+		memset(&b, 0, sizeof(b));
+		if (len >= RS_REC_FIXED)
+			memcpy(&b, d + RS_REC_HEAD, sizeof(b));
+		if (body_problem(&rh, &b, len, ws)) {
+			v->skipped++;
+		} else if (add_pos(v, p) < 0) {
+			return -ENOMEM;
+		}
+		p += len;
+	}
+	return 0;
+}
+
+static void free_runs(struct relstack_reader *r)
+{
+	for (unsigned i = 0; i < RS_RUNS; i++)
+		free(r->run[i].pos);
+}
+
+static struct relstack_reader *open_owned(unsigned char *mem, size_t size, const struct relstack_reader_opts *o,
+					  const char *name)
+{
+	struct relstack_reader *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r) {
+		free(mem);
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->mem = mem;
+	r->size = size;
+	r->which[0] = r->which[1] = -1;
+	ret = check_file(r, o, name);
+	if (ret < 0)
+		goto fail;
+	for (unsigned i = 0; i < RS_RUNS; i++) {
+		struct run_view *v = &r->run[i];
+
+		v->area = i;
+		v->mem = r->mem + r->fh.run_offset[i];
+		v->valid = check_run_head(r, v);
+		if (!v->valid)
+			continue;
+		check_objtab(v);
+		check_schemas(v);
+		ret = scan_records(r, v);
+		if (ret < 0)
+			goto fail;
+	}
+	for (unsigned i = 0; i < RS_RUNS; i++) {
+		if (!r->run[i].valid)
+			continue;
+		r->nruns++;
+		if (r->which[0] < 0 || r->run[i].h.generation > r->run[r->which[0]].h.generation) {
+			r->which[1] = r->which[0];
+			r->which[0] = (int)i;
+		} else {
+			r->which[1] = (int)i;
+		}
+	}
+	if (r->nruns == 2 && r->run[0].h.generation == r->run[1].h.generation) {
+		/* two runs claiming one generation: trust neither to be the current one */
+		snprintf(r->run[1].err, sizeof(r->run[1].err), "run area 1: same generation as run area 0");
+		r->run[1].valid = false;
+		r->nruns = 1;
+		r->which[0] = 0;
+		r->which[1] = -1;
+	}
+	return r;
+fail:
+	free_runs(r);
+	free(r->mem);
+	free(r);
+	errno = -ret;
+	return NULL;
+}
+
+struct relstack_reader *relstack_reader__open_mem(const void *buf, size_t size, const struct relstack_reader_opts *o)
+{
+	unsigned char *mem;
+
+	if (!buf && size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mem = malloc(size ? size : 1);
+	if (!mem) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (size)
+		memcpy(mem, buf, size);
+	return open_owned(mem, size, o, "(memory)");
+}
+
+struct relstack_reader *relstack_reader__open(const char *path, const struct relstack_reader_opts *o)
+{
+	unsigned char *mem = NULL;
+	struct stat st;
+	size_t got = 0;
+	int fd, err;
+
+	if (!path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		say(o, path, "cannot open: %s", strerror(err));
+		errno = err;
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > RS_READ_MAX) {
+		err = errno && !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
+		if (!S_ISREG(st.st_mode))
+			err = EINVAL;
+		say(o, path, err == EINVAL ? "not a regular file" : "larger than any buffer file");
+		close(fd);
+		errno = err;
+		return NULL;
+	}
+	mem = malloc(st.st_size ? (size_t)st.st_size : 1);
+	if (!mem) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, mem + got, (size_t)st.st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			say(o, path, "read error at offset 0x%zx: %s", got, strerror(err));
+			free(mem);
+			close(fd);
+			errno = err;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	return open_owned(mem, got, o, path);
+}
+
+void relstack_reader__close(struct relstack_reader *r)
+{
+	if (!r)
+		return;
+	free_runs(r);
+	free(r->mem);
+	free(r);
+}
+
+const struct relstack_format *relstack_reader__format(const struct relstack_reader *r)
+{
+	return &r->fh.format;
+}
+
+bool relstack_reader__has_addresses(const struct relstack_reader *r)
+{
+	bool any = (r->fh.flags & RS_FILE_ADDRESSES) != 0;
+
+	for (unsigned i = 0; i < RS_RUNS; i++)
+		any |= r->run[i].valid && (r->run[i].h.flags & RS_RUN_ADDRESSES);
+	return any;
+}
+
+unsigned relstack_reader__run_count(const struct relstack_reader *r)
+{
+	return r->nruns;
+}
+
+static const struct run_view *view(const struct relstack_reader *r, enum relstack_run_which which)
+{
+	if ((unsigned)which > 1 || r->which[which] < 0)
+		return NULL;
+	return &r->run[r->which[which]];
+}
+
+int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run_which which,
+			      struct relstack_run_info *out)
+{
+	const struct run_view *v = view(r, which);
+	const struct rs_run_head *h;
+
+	if (!v)
+		return -ENOENT;
+	h = &v->h;
+	memset(out, 0, sizeof(*out));
+	out->generation = h->generation;
+	memcpy(out->run_id, h->run_id, 16);
+	memcpy(out->boot_id, h->boot_id, 16);
+	out->realtime_ns = h->realtime_ns;
+	out->monotonic_ns = h->monotonic_ns;
+	out->close_monotonic_ns = h->close_monotonic_ns;
+	out->pid = h->pid;
+	memcpy(out->comm, h->comm, sizeof(out->comm) - 1);
+	out->state = h->state == RS_RUN_CLOSED ? RELSTACK_RUN_CLOSED : RELSTACK_RUN_ACTIVE;
+	out->mode = h->mode;
+	out->addresses = (h->flags & RS_RUN_ADDRESSES) != 0;
+	out->ring_size = h->ring_size;
+	out->chunk_size = h->chunk_size;
+	out->objtab_capacity = v->objtab_cap;
+	out->schema_capacity = h->schema_capacity;
+	out->written = h->head - h->base;
+	out->lost = h->lost;
+	out->overwritten = h->overwritten;
+	out->records = v->npos;
+	out->skipped = v->skipped;
+	out->gap_bytes = v->gap_bytes;
+	return 0;
+}
+
+const char *relstack_reader__run_error(const struct relstack_reader *r, unsigned area)
+{
+	if (area >= RS_RUNS || !r->run[area].err[0])
+		return NULL;
+	return r->run[area].err;
+}
+
+unsigned relstack_reader__object_count(const struct relstack_reader *r, enum relstack_run_which which)
+{
+	const struct run_view *v = view(r, which);
+
+	return v ? v->objtab_cap : 0;
+}
+
+int relstack_reader__object(const struct relstack_reader *r, enum relstack_run_which which, uint32_t slot,
+			    struct relstack_object *out, uint64_t *load_address, const char **why)
+{
+	const struct run_view *v = view(r, which);
+	const char *w = NULL;
+	int ret;
+
+	if (why)
+		*why = NULL;
+	if (!v)
+		return -ENOENT;
+	if (!v->objtab_cap) {
+		if (why)
+			*why = "object table image damaged";
+		return -RELSTACK_ECORRUPT;
+	}
+	ret = rs_objtab_image_record(v->objtab, v->objtab_size, slot, out, load_address, &w);
+	if (why)
+		*why = w;
+	return ret;
+}
+
+void relstack_reader__check_entry(const struct relstack_reader *r, enum relstack_run_which which, uint64_t epoch,
+				  struct relstack_entry *e)
+{
+	const struct run_view *v = view(r, which);
+
+	if (e->kind != RELSTACK_ENTRY_OBJECT)
+		return;
+	if (!v || !v->objtab_cap) {
+		e->kind = RELSTACK_ENTRY_INVALID;
+		e->reason = RELSTACK_REASON_BAD_SLOT_RECORD;
+		return;
+	}
+	rs_objtab_image_check_entry(v->objtab, v->objtab_size, epoch, e);
+}
+
+unsigned relstack_reader__schema_count(const struct relstack_reader *r, enum relstack_run_which which)
+{
+	const struct run_view *v = view(r, which);
+
+	return v ? v->nschemas : 0;
+}
+
+const struct relstack_schema *relstack_reader__schema(const struct relstack_reader *r,
+						      enum relstack_run_which which, unsigned index)
+{
+	const struct run_view *v = view(r, which);
+
+	return v && index < v->nschemas ? &v->schema[index] : NULL;
+}
+
+const struct relstack_schema *relstack_reader__schema_by_id(const struct relstack_reader *r,
+							    enum relstack_run_which which, unsigned id)
+{
+	const struct run_view *v = view(r, which);
+
+	if (!v || id >= RS_SCHEMAS || v->by_id[id] < 0)
+		return NULL;
+	return &v->schema[v->by_id[id]];
+}
+
+struct relstack_cursor *relstack_reader__records(const struct relstack_reader *r, enum relstack_run_which which)
+{
+	const struct run_view *v = view(r, which);
+	struct relstack_cursor *c;
+
+	if (!v) {
+		errno = ENOENT;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->r = r;
+	c->v = v;
+	c->which = which;
+	return c;
+}
+
+int relstack_cursor__next(struct relstack_cursor *c, struct relstack_record *out)
+{
+	const struct run_view *v = c->v;
+	const struct rs_run_head *h = &v->h;
+	unsigned ws = c->r->fh.format.word_size;
+	const unsigned char *d, *w;
+	struct rs_rec_head rh;
+	struct rs_rec_body b;
+	int64_t delta;
+
+	if (c->i >= v->npos)
+		return 0;
+	d = v->ring + ((v->pos[c->i] - h->base) & (h->ring_size - 1));
+	memcpy(&rh, d, sizeof(rh));
+	memcpy(&b, d + RS_REC_HEAD, sizeof(b));
+	w = d + RS_REC_FIXED;
+	memset(out, 0, sizeof(*out));
+	out->position = v->pos[c->i++];
+	out->time_ns = b.time_ns;
+	delta = (int64_t)(b.time_ns - h->monotonic_ns);
+	out->realtime_ns = h->realtime_ns + (uint64_t)delta;
+	out->tid = b.tid;
+	out->event_id = b.event_id;
+	out->schema = relstack_reader__schema_by_id(c->r, c->which, b.event_id);
+	out->event_name = out->schema ? out->schema->name : NULL;
+	out->reasons = b.reasons;
+	out->epoch = b.epoch;
+	out->has_stack = rh.kind != RS_REC_EVENT;
+	out->absolute = rh.kind == RS_REC_STACK_ABS;
+	out->nwords = b.nwords;
+	for (size_t i = 0; i < b.nwords; i++) {
+		if (ws == 8) {
+			memcpy(&c->words[i], w + 8 * i, 8);
+		} else {
+			uint32_t x;
+
+			memcpy(&x, w + 4 * i, 4);
+			c->words[i] = x;
+		}
+	}
+	out->words = c->words;
+	out->fields_size = b.fields_size;
+	memcpy(c->fields, w + (size_t)b.nwords * ws, b.fields_size);
+	out->fields = c->fields;
+	return 1;
+}
+
+void relstack_cursor__free(struct relstack_cursor *c)
+{
+	free(c);
+}
+
+int relstack_record__field_int(const struct relstack_record *rec, const char *name, int64_t *value)
+{
+	const struct relstack_schema *s = rec->schema;
+
+	if (!s || !name)
+		return -ENOENT;
+	for (unsigned i = 0; i < s->nfields; i++) {
+		const struct relstack_schema_field *f = &s->field[i];
+		uint64_t u = 0;
+
+		if (strncmp(f->name, name, sizeof(f->name)) != 0)
+			continue;
+		if (f->type != RELSTACK_FIELD_UNSIGNED && f->type != RELSTACK_FIELD_SIGNED &&
+		    f->type != RELSTACK_FIELD_HEX)
+			return -EINVAL;
+		if ((size_t)f->offset + f->size > rec->fields_size)
+			return -ENOENT;
+		memcpy(&u, (const unsigned char *)rec->fields + f->offset, f->size); /* little-endian */
+		if (f->type == RELSTACK_FIELD_SIGNED && f->size < 8 && (u >> (f->size * 8 - 1)) & 1)
+			u |= ~0ull << (f->size * 8);
+		*value = (int64_t)u;
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The ring writer: any thread, signal handlers included, many at once.
+ *
+ * Positions
+ * ---------
+ * Every byte ever reserved in a run has a 64-bit logical position, starting
+ * at the run's base (generation << 40) and never reused.  The byte of
+ * logical position p lives at data[(p - base) & mask]; the run head's
+ * `head` is the next free position.  A record's head stores the record's
+ * own position, so bytes left over from an older lap, or from an older run
+ * in the same area, never pass for a record at a newer position.
+ *
+ * Chunks
+ * ------
+ * The ring is cut into chunks of RS_CHUNK bytes, and `head` only ever moves
+ * by whole chunks.  A thread reserves a chunk with one fetch_add and fills
+ * it with its own records; when the next record does not fit it closes the
+ * chunk with a PAD record and reserves another.  Threads therefore share
+ * one atomic per chunk, not per record, and never write the same cache line
+ * as another thread's current record.  A record never crosses a chunk, so
+ * never the end of the ring.
+ *
+ *      head ----------------------------------------------.
+ *                                                         v
+ *   | chunk T1: r r r PAD | chunk T2: r r r ..... | chunk T1: r r ... |
+ *     ^ oldest, overwritten next (overwrite mode)
+ *
+ * Writing one record (the steps the reader in ring-read.c relies on)
+ * -------------------------------------------------------------------
+ *   A  reserve: bump the thread's cursor inside its chunk, or fetch_add a
+ *      new chunk on `head`.  Nothing else is shared.
+ *   B  commit = 0 (relaxed), then pos = p (release): anyone who sees the
+ *      new pos sees commit == 0.  Pairs with the acquire load of pos in
+ *      the reader.
+ *   C  the body: time, tid, epoch, verdict, words, fields, zero padding.
+ *   D  commit = checksum of the record (release), never 0.  Pairs with
+ *      the acquire load of commit in the reader: a reader that sees a
+ *      non-zero commit sees all of C.
+ *
+ * A writer killed at any instant leaves one of: nothing at p (killed
+ * before B: the reader finds no record head there and resynchronises),
+ * pos = p and commit = 0 (killed in B..D: a partial record, skipped and
+ * counted), or a committed record.  Stores of a killed process that
+ * executed are in the shared page cache, in program order on x86-64 (TSO);
+ * the release orderings make the compiler keep that order, and on weaker
+ * CPUs make the hardware keep it too.  The checksum catches the one race
+ * left: a writer stalled for a whole lap of the ring while others reuse
+ * its bytes.
+ *
+ * Overwrite mode: a chunk is reused one lap later.  Before writing into
+ * its chunk a thread checks that `head` has not moved a lap past it (a
+ * relaxed load, enough: a stale value only delays the check); if it has,
+ * the chunk is dropped and the record goes into a new one.
+ * Stop mode: a chunk reserved beyond the end of the ring is refused; the
+ * record is counted in `lost`.
+ *
+ * Nothing here loops waiting for another writer, takes a lock, allocates
+ * or makes a system call, with one exception: a thread's first record
+ * reads its thread id with gettid(2) and keeps it in thread-local storage
+ * (reset in a fork child).  relstack_recorder__thread_init() takes that
+ * system call early for threads that must never make one.  Timestamps come
+ * from clock_gettime(CLOCK_MONOTONIC), which the vDSO answers without
+ * entering the kernel.
+ *
+ * A signal handler that interrupts a record of its own thread (the
+ * thread's `busy` flag is set) does not touch the thread's chunk: it takes
+ * a chunk of its own for its one record.
+ *
+ * Retention: each new chunk notes the object table epoch of its first
+ * record; when overwrite mode reuses chunk i, the oldest chunk still held
+ * is i + 1, and its epoch becomes this recorder's horizon in the object
+ * table (rs_objtab_hold_update), so a slot an unread record may name is
+ * not reused.  Records older than their chunk's first record (a writer
+ * that captured, then stalled) are still safe: the reader checks every
+ * word against the slot's load and unload epochs.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture/objtab.h"
+#include "ring/ring.h"
+
+struct rs_tls {
+	uint64_t serial;      /* ring the chunk belongs to, 0: none */
+	uint64_t start, cur, end;
+	uint32_t count;       /* records committed in the chunk */
+	uint32_t tid;
+	volatile sig_atomic_t busy;
+};
+
+static __thread struct rs_tls tls __attribute__((tls_model("initial-exec")));
+
+uint64_t rs_clock_ns(int clock)
+{
+	struct timespec ts;
+
+	/* CLOCK_MONOTONIC and CLOCK_REALTIME are answered by the vDSO: no system call. */
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void atfork_child(void)
+{
+	memset(&tls, 0, sizeof(tls));
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+void rs_ring_init(struct rs_ring *r)
+{
+	static _Atomic uint64_t serials;
+
+	pthread_once(&atfork_once, atfork_register);
+	r->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
+}
+
+void rs_ring_thread_reset(void)
+{
+	atfork_child();
+}
+
+uint32_t rs_ring_tid(void);
+uint32_t rs_ring_tid(void)
+{
+	if (rs_unlikely(!tls.tid))
+		tls.tid = (uint32_t)gettid();
+	return tls.tid;
+}
+
+static inline _Atomic uint64_t *head_of(struct rs_ring *r)
+{
+	return (_Atomic uint64_t *)&r->run->head;
+}
+
+static inline void count_lost(struct rs_ring *r)
+{
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&r->run->lost, 1, memory_order_relaxed);
+}
+
+static inline unsigned char *at(struct rs_ring *r, uint64_t p)
+{
+	return r->data + ((p - r->base) & r->mask);
+}
+
+static inline uint32_t chunk_index(struct rs_ring *r, uint64_t p)
+{
+	return (uint32_t)(((p - r->base) & r->mask) / RS_CHUNK);
+}
+
+/* Close the rest of a chunk with a PAD record and publish its count. */
+static void chunk_close(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t start, uint32_t count)
+{
+	if (end > cur) {
+		struct rs_rec_head *h = (struct rs_rec_head *)at(r, cur);
+
+		atomic_store_explicit((_Atomic uint32_t *)&h->commit, 0, memory_order_relaxed);
+		h->kind = RS_REC_PAD;
+		h->flags = 0;
+		h->units = (uint16_t)((end - cur) / 16);
+		atomic_store_explicit((_Atomic uint64_t *)&h->pos, cur, memory_order_release);
+		atomic_store_explicit((_Atomic uint32_t *)&h->commit,
+				      rs_rec_sum(r->seed, cur, h, RS_REC_HEAD), memory_order_release);
+	}
+	if (count)
+		atomic_store_explicit(&r->counts[chunk_index(r, start)], count, memory_order_relaxed);
+}
+
+/* A: a new chunk.  Returns its position, or 0 when stop mode is full. */
+static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
+{
+	uint64_t q = atomic_fetch_add_explicit(head_of(r), RS_CHUNK, memory_order_relaxed);
+	uint32_t i;
+
+	if (r->mode == RS_MODE_STOP && q + RS_CHUNK > r->base + r->size)
+		return 0;
+	i = chunk_index(r, q);
+	if (q >= r->base + r->size) {
+		uint32_t old = atomic_exchange_explicit(&r->counts[i], 0, memory_order_relaxed);
+
+		if (old)
+			atomic_fetch_add_explicit((_Atomic uint64_t *)&r->run->overwritten, old,
+						  memory_order_relaxed);
+		if (r->holder >= 0) {
+			uint64_t next = r->chunk_epoch[(i + 1) % r->nchunks];
+
+			if (next)
+				rs_objtab_hold_update(r->holder, next);
+		}
+	}
+	r->chunk_epoch[i] = epoch;
+	return q;
+}
+
+/* B, C, D at position p; stops early at @stage (test hook) when non-zero. */
+static void record_put(struct rs_ring *r, uint64_t p, size_t len, const struct rs_rec_in *in,
+		       uint32_t tid, unsigned stage)
+{
+	unsigned char *d = at(r, p);
+	struct rs_rec_head *h = (struct rs_rec_head *)d;
+	struct rs_rec_body *b = (struct rs_rec_body *)(d + RS_REC_HEAD);
+	unsigned char *w = d + RS_REC_FIXED;
+	size_t wbytes = in->nwords * r->word_size;
+
+	/* B: pairs with the reader's acquire load of pos */
+	atomic_store_explicit((_Atomic uint32_t *)&h->commit, 0, memory_order_relaxed);
+	h->kind = (uint8_t)in->kind;
+	h->flags = 0;
+	h->units = (uint16_t)(len / 16);
+	atomic_store_explicit((_Atomic uint64_t *)&h->pos, p, memory_order_release);
+	if (stage == 1)
+		return;
+	/* C */
+	b->time_ns = rs_clock_ns(CLOCK_MONOTONIC);
+	b->epoch = in->epoch;
+	b->tid = tid;
+	b->reasons = in->reasons;
+	b->event_id = in->event_id;
+	b->nwords = (uint16_t)in->nwords;
+	b->fields_size = (uint16_t)in->fields_size;
+	b->reserved = 0;
+	if (r->word_size == 8) {
+		memcpy(w, in->words, wbytes);
+	} else {
+		for (size_t i = 0; i < in->nwords; i++) {
+			uint32_t v = (uint32_t)in->words[i];
+			memcpy(w + 4 * i, &v, 4);
+		}
+	}
+	if (stage == 2)
+		return;
+	if (in->fields_size)
+		memcpy(w + wbytes, in->fields, in->fields_size);
+	memset(w + wbytes + in->fields_size, 0, len - RS_REC_FIXED - wbytes - in->fields_size);
+	/* D: pairs with the reader's acquire load of commit */
+	atomic_store_explicit((_Atomic uint32_t *)&h->commit, rs_rec_sum(r->seed, p, d, len),
+			      memory_order_release);
+}
+
+static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage)
+{
+	size_t len = RS_REC_FIXED + in->nwords * r->word_size + in->fields_size;
+	struct rs_tls *t = &tls;
+	uint32_t tid;
+	uint64_t p;
+
+	if (rs_unlikely(in->nwords > RS_MAX_WORDS || in->fields_size > RS_MAX_FIELDS_SIZE)) {
+		count_lost(r);
+		return -E2BIG;
+	}
+	len = (len + 15) & ~(size_t)15;
+	tid = rs_ring_tid();
+
+	if (rs_unlikely(t->busy)) {
+		/* A signal handler interrupted this thread's own record: a chunk of its own. */
+		uint64_t q = chunk_reserve(r, in->epoch);
+
+		if (!q) {
+			count_lost(r);
+			return -ENOSPC;
+		}
+		record_put(r, q, len, in, tid, stage);
+		chunk_close(r, q + len, q + RS_CHUNK, q, 1);
+		return 0;
+	}
+	t->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst); /* busy is set before the chunk is touched */
+
+	if (rs_likely(t->serial == r->serial && t->cur + len <= t->end)) {
+		/* lapped?  pairs with nothing: a stale head only delays this check */
+		uint64_t h = atomic_load_explicit(head_of(r), memory_order_relaxed);
+
+		if (rs_unlikely(r->mode == RS_MODE_OVERWRITE && h - t->start > r->size - RS_CHUNK)) {
+			t->serial = 0;
+			goto fresh;
+		}
+		p = t->cur;
+	} else {
+		if (t->serial == r->serial)
+			chunk_close(r, t->cur, t->end, t->start, t->count);
+fresh:
+		p = chunk_reserve(r, in->epoch);
+		if (!p) {
+			t->serial = 0;
+			atomic_signal_fence(memory_order_seq_cst);
+			t->busy = 0;
+			count_lost(r);
+			return -ENOSPC;
+		}
+		t->serial = r->serial;
+		t->start = p;
+		t->end = p + RS_CHUNK;
+		t->count = 0;
+	}
+	t->cur = p + len;
+	record_put(r, p, len, in, tid, stage);
+	t->count++;
+	atomic_signal_fence(memory_order_seq_cst); /* the record is done before busy is cleared */
+	t->busy = 0;
+	return 0;
+}
+
+int rs_ring_write(struct rs_ring *r, const struct rs_rec_in *in)
+{
+	return write_stage(r, in, 0);
+}
+
+int rs_ring_write_partial(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage)
+{
+	return write_stage(r, in, stage);
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The buffer file: on-disk structures and the writer's internal interface.
+ *
+ * docs/format.md, "The buffer file", is the specification of every byte
+ * declared here; the _Static_asserts in ring-layout.c pin sizes and
+ * offsets.  All integers are little-endian (the only byte order this
+ * writer produces; the format descriptor says so).
+ *
+ *   file:  [ file head, 4096 ] [ run area 0 ] [ run area 1 ]
+ *   run:   [ run head, 4096 ] [ schemas ] [ chunk counts ] [ object table image ] [ ring ]
+ */
+#ifndef RELSTACK_RING_H
+#define RELSTACK_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "relstack/entry.h"
+#include "relstack-local.h"
+
+#define RS_FILE_MAGIC "RELSTACK"
+#define RS_FILE_VERSION 1u
+#define RS_RUN_MAGIC "RELSTRUN"
+#define RS_BLOCK 4096u
+#define RS_RUNS 2u
+
+/* file head flags (the only mutable word of the file head) */
+#define RS_FILE_ADDRESSES 0x1u /* some run of this file holds absolute addresses */
+
+struct rs_file_head {
+	char magic[8];                 /* RS_FILE_MAGIC, no NUL */
+	uint32_t version;              /* RS_FILE_VERSION */
+	uint32_t head_size;            /* sizeof(struct rs_file_head) */
+	struct relstack_format format; /* how entry words are laid out */
+	uint32_t runs;                 /* RS_RUNS */
+	uint32_t reserved0;            /* zero */
+	uint64_t run_area_size;        /* bytes of one run area, a multiple of RS_BLOCK */
+	uint64_t run_offset[RS_RUNS];  /* file offset of each run area */
+	uint64_t file_size;            /* RS_BLOCK + runs * run_area_size */
+	uint32_t head_hash;            /* rs_hash32 of bytes 0..119 */
+	uint32_t flags;                /* RS_FILE_ADDRESSES; not hashed, written alone */
+};
+
+/* run states */
+#define RS_RUN_ACTIVE 1u /* being written, or its writer died */
+#define RS_RUN_CLOSED 2u /* closed by relstack_recorder__close() */
+
+/* run modes */
+#define RS_MODE_OVERWRITE 0u
+#define RS_MODE_STOP 1u
+
+/* run flags */
+#define RS_RUN_ADDRESSES 0x1u /* absolute stacks allowed; object records keep load addresses */
+
+struct rs_run_head {
+	/* static part: written once when the run starts, then hashed */
+	char magic[8];            /* RS_RUN_MAGIC */
+	uint32_t version;         /* RS_FILE_VERSION */
+	uint32_t head_size;       /* sizeof(struct rs_run_head) */
+	uint64_t generation;      /* 1, 2, ... across the file; the larger is the current run */
+	uint8_t run_id[16];       /* random */
+	uint8_t boot_id[16];      /* /proc/sys/kernel/random/boot_id, zero if unknown */
+	uint64_t realtime_ns;     /* CLOCK_REALTIME when the run started ... */
+	uint64_t monotonic_ns;    /* ... and CLOCK_MONOTONIC read right after it */
+	uint32_t pid;
+	uint32_t mode;            /* RS_MODE_* */
+	uint32_t flags;           /* RS_RUN_* */
+	uint32_t chunk_size;      /* RS_CHUNK */
+	uint64_t ring_offset;     /* offsets are from the start of the run area */
+	uint64_t ring_size;       /* power of two, multiple of chunk_size */
+	uint64_t base;            /* logical position of the ring's first byte: generation << 40 */
+	uint64_t schema_offset;
+	uint32_t schema_capacity; /* RS_SCHEMAS */
+	uint32_t schema_size;     /* sizeof(struct rs_schema) */
+	uint64_t counts_offset;   /* one uint32_t per chunk of the ring */
+	uint64_t objtab_offset;
+	uint64_t objtab_size;     /* bytes set aside for the object table image */
+	char comm[16];            /* program name, NUL-padded */
+	uint32_t seed;            /* record checksum seed (from run_id) */
+	uint32_t head_hash;       /* rs_hash32 of bytes 0..171 */
+	/* dynamic part */
+	uint32_t state;           /* RS_RUN_*; 0 while the static part is written */
+	uint32_t reserved0;       /* zero */
+	uint64_t close_monotonic_ns;
+	uint8_t pad0[64];
+	_Alignas(64) uint64_t head;  /* next free logical position, own cache line */
+	uint8_t pad1[56];
+	_Alignas(64) uint64_t lost;  /* records refused (stop mode full, oversize, lapped) */
+	uint64_t overwritten;        /* records of chunks that were overwritten */
+	uint8_t pad2[48];
+};
+
+/* A record: 16-byte head, then the body; total length a multiple of 16. */
+#define RS_REC_PAD 1u       /* filler to the end of a chunk; no body */
+#define RS_REC_STACK_REL 2u /* relative stack (entry words) + fields */
+#define RS_REC_STACK_ABS 3u /* absolute addresses + fields */
+#define RS_REC_EVENT 4u     /* fields only */
+
+struct rs_rec_head {
+	uint64_t pos;     /* its own logical position; written after commit = 0 */
+	uint32_t commit;  /* 0 while written; then the checksum, never 0 */
+	uint8_t kind;     /* RS_REC_* */
+	uint8_t flags;    /* zero */
+	uint16_t units;   /* total length / 16 */
+};
+
+struct rs_rec_body {
+	uint64_t time_ns;     /* CLOCK_MONOTONIC */
+	uint64_t epoch;       /* object table epoch the words were made in */
+	uint32_t tid;
+	uint32_t reasons;     /* verdict: 0 = reliable */
+	uint16_t event_id;
+	uint16_t nwords;      /* words that follow, format.word_size bytes each */
+	uint16_t fields_size; /* bytes of fields after the words */
+	uint16_t reserved;    /* zero */
+};
+
+#define RS_REC_HEAD 16u
+#define RS_REC_FIXED (RS_REC_HEAD + sizeof(struct rs_rec_body)) /* 48 */
+#define RS_CHUNK 4096u
+#define RS_MAX_WORDS 256u
+#define RS_MAX_FIELDS_SIZE 1024u
+#define RS_MAX_RECORD (RS_REC_FIXED + RS_MAX_WORDS * 8 + RS_MAX_FIELDS_SIZE)
+
+/* Event schemas */
+#define RS_SCHEMAS 64u
+#define RS_SCHEMA_FIELDS 16u
+#define RS_SCHEMA_NAME 48u
+#define RS_FIELD_NAME 24u
+
+struct rs_schema_field {
+	char name[RS_FIELD_NAME]; /* NUL-terminated */
+	uint16_t offset;          /* in the record's field bytes */
+	uint16_t size;
+	uint8_t type;             /* enum relstack_field_type */
+	uint8_t reserved[3];      /* zero */
+};
+
+struct rs_schema {
+	uint32_t seq;             /* 0: unused; odd while written */
+	uint32_t hash;            /* rs_hash32 of bytes 8..575 */
+	uint16_t id;              /* equals its index in the table */
+	uint16_t nfields;
+	uint16_t size;            /* bytes of fields an event of this schema carries */
+	uint16_t flags;           /* zero */
+	char name[RS_SCHEMA_NAME];
+	struct rs_schema_field field[RS_SCHEMA_FIELDS];
+};
+
+/* Record checksum: two running sums over 8-byte words (Fletcher-like). */
+static inline uint32_t rs_rec_sum(uint32_t seed, uint64_t pos, const void *rec, size_t len)
+{
+	const unsigned char *c = (const unsigned char *)rec + 8;
+	uint64_t a = seed ^ pos, b = pos;
+	uint32_t s;
+
+	/* bytes 8..11 are the commit word itself: skip them, keep 12..15 */
+	{
+		uint32_t w;
+		__builtin_memcpy(&w, c + 4, 4);
+		a += w;
+		b += a;
+	}
+	for (size_t i = 16; i < len; i += 8) {
+		uint64_t w;
+		__builtin_memcpy(&w, (const unsigned char *)rec + i, 8);
+		a += w;
+		b += a;
+	}
+	s = (uint32_t)(a ^ (a >> 32) ^ (b * 0x9e3779b97f4a7c15ull >> 32));
+	return s ? s : 1;
+}
+
+/* ---- the writer ---- */
+
+struct rs_ring {
+	unsigned char *data;         /* the ring's first byte */
+	struct rs_run_head *run;
+	_Atomic uint32_t *counts;    /* per chunk: records it held */
+	uint64_t *chunk_epoch;       /* per chunk: epoch of its first record (process memory) */
+	uint64_t size, base, mask;
+	uint32_t nchunks;
+	uint32_t seed;
+	uint32_t mode;
+	unsigned word_size;
+	uint64_t serial;             /* unique per ring in this process */
+	int holder;                  /* object table holder id, -1 if none */
+};
+
+/* What one record holds. */
+struct rs_rec_in {
+	unsigned kind;
+	uint16_t event_id;
+	uint32_t reasons;
+	uint64_t epoch;
+	const uint64_t *words;
+	size_t nwords;
+	const void *fields;
+	size_t fields_size;
+};
+
+/* Async-signal-safe (after the thread's first record: see ring-write.c). */
+RS_HIDDEN int rs_ring_write(struct rs_ring *r, const struct rs_rec_in *in);
+RS_HIDDEN void rs_ring_init(struct rs_ring *r);
+/* Test hook: stop after writing part of a record, as if killed there. */
+RS_HIDDEN int rs_ring_write_partial(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage);
+/* Drop the calling thread's chunk (after fork, and in tests). */
+RS_HIDDEN void rs_ring_thread_reset(void);
+
+RS_HIDDEN uint64_t rs_clock_ns(int clock);
+
+#endif
