@@ -15,9 +15,13 @@
  * one we cannot parse, is given the benefit of the doubt: the table only
  * marks objects *known* not to keep frame pointers.
  *
- * Measured on Debian 12 (x86-64): libc.so.6 1% of 2,600 FDEs, ld.so 4%,
- * programs and libraries built with -fno-omit-frame-pointer 80-100% (the
- * rest is _start, PLT stubs and _init), -fomit-frame-pointer builds 0%.
+ * Only FDEs of functions that use stack count: a leaf that touches no
+ * stack (its CFA never moves) has no frame to keep, with or without
+ * -fno-omit-frame-pointer (GCC omits leaf frame pointers by default), and
+ * PLT stubs (a CFA expression) are nobody's frame.  Measured on Debian 12
+ * (x86-64): libc.so.6 94 of 2,255 counted FDEs keep a frame pointer, ld.so
+ * 18 of 202, libm 5 of 495, libstdc++ 126 of 3,347; programs and libraries
+ * built with -fno-omit-frame-pointer over 80%.
  *
  * While reading, an FDE whose CIE has the 'S' augmentation (a signal
  * frame: glibc's __restore_rt) is searched for the signal-return
@@ -138,13 +142,19 @@ static size_t encoded_size(uint8_t enc)
 	}
 }
 
-/*
- * Scan CFA instructions [p, end) for a rule that puts the CFA on the
- * frame pointer.  Returns 1 if found, 0 if not, -1 if malformed.
- */
-static int cfa_on_fp(const unsigned char *p, const unsigned char *end, uint8_t fde_enc)
+/* What a function's CFA instructions say about its frame. */
+enum cfa_kind {
+	CFA_MALFORMED = -1,
+	CFA_NO_FRAME = 0, /* the CFA never moves: a leaf that touches no stack, or a stub */
+	CFA_ON_SP = 1,    /* the function uses stack, and the CFA stays on the stack pointer */
+	CFA_ON_FP = 2,    /* the CFA moves to the frame pointer */
+};
+
+/* Classify CFA instructions [p, end). */
+static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end, uint8_t fde_enc)
 {
 	struct cursor c = { p, end, false };
+	bool moved = false;
 
 	while (!c.bad && c.p < c.end) {
 		uint8_t op = (uint8_t)get_u(&c, 1);
@@ -170,33 +180,43 @@ static int cfa_on_fp(const unsigned char *p, const unsigned char *end, uint8_t f
 		case 0x04: skip(&c, 4); break;                          /* advance_loc4 */
 		case 0x05: case 0x09: case 0x14: case 0x2f:             /* two ulebs */
 			get_uleb(&c); get_uleb(&c); break;
-		case 0x06: case 0x07: case 0x08: case 0x0e: case 0x2e:  /* one uleb */
+		case 0x06: case 0x07: case 0x08: case 0x2e:             /* one uleb */
 			get_uleb(&c); break;
+		case 0x0e:                                              /* def_cfa_offset */
+			get_uleb(&c);
+			moved = true;
+			break;
 		case 0x0c:                                              /* def_cfa reg, off */
 			reg = get_uleb(&c);
 			get_uleb(&c);
 			if (reg == RS_ARCH_DWARF_FP)
-				return 1;
+				return CFA_ON_FP;
+			moved = true;
 			break;
 		case 0x0d:                                              /* def_cfa_register */
 			if (get_uleb(&c) == RS_ARCH_DWARF_FP)
-				return 1;
+				return CFA_ON_FP;
+			moved = true;
 			break;
 		case 0x12:                                              /* def_cfa_sf reg, soff */
 			reg = get_uleb(&c);
 			get_sleb(&c);
 			if (reg == RS_ARCH_DWARF_FP)
-				return 1;
+				return CFA_ON_FP;
+			moved = true;
 			break;
-		case 0x0f: skip(&c, get_uleb(&c)); break;               /* def_cfa_expression */
+		case 0x0f:                                              /* def_cfa_expression: PLT stubs */
+			return CFA_NO_FRAME;
 		case 0x10: case 0x16:                                   /* (val_)expression reg, block */
 			get_uleb(&c); skip(&c, get_uleb(&c)); break;
 		case 0x11: case 0x15: get_uleb(&c); get_sleb(&c); break; /* offset_extended_sf, val_offset_sf */
-		case 0x13: get_sleb(&c); break;                         /* def_cfa_offset_sf */
-		default: return -1;
+		case 0x13: get_sleb(&c); moved = true; break;           /* def_cfa_offset_sf */
+		default: return CFA_MALFORMED;
 		}
 	}
-	return c.bad ? -1 : 0;
+	if (c.bad)
+		return CFA_MALFORMED;
+	return moved ? CFA_ON_SP : CFA_NO_FRAME;
 }
 
 struct cie {
@@ -212,7 +232,7 @@ static bool parse_cie(const unsigned char *p, const unsigned char *end, struct c
 	const char *aug;
 	size_t auglen;
 	uint8_t version;
-	int fp;
+	enum cfa_kind fp;
 
 	memset(cie, 0, sizeof(*cie));
 	version = (uint8_t)get_u(&c, 1);
@@ -262,8 +282,8 @@ static bool parse_cie(const unsigned char *p, const unsigned char *end, struct c
 	if (c.bad)
 		return false;
 	fp = cfa_on_fp(c.p, c.end, cie->fde_enc);
-	cie->on_fp = fp == 1;
-	return fp >= 0;
+	cie->on_fp = fp == CFA_ON_FP;
+	return fp != CFA_MALFORMED;
 }
 
 /* The signal-return trampoline inside [start, start + len), if any. */
@@ -327,7 +347,7 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 	const unsigned char *p, *end;
 	const unsigned char *cie_at = NULL;
 	struct cie cie = { 0 };
-	unsigned long fdes = 0, on_fp = 0;
+	unsigned long framed = 0, on_fp = 0;
 
 	if (!eh || !load_segment(info, eh, &lo, &hi))
 		return true;
@@ -358,7 +378,7 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 			struct cursor cc;
 			uint64_t clen;
 			uintptr_t pc_begin, pc_range;
-			int fp;
+			enum cfa_kind fp;
 
 			if (cp < (const unsigned char *)eh || cp >= end)
 				break;
@@ -384,15 +404,15 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 				p = next;
 				continue;
 			}
-			fp = cie.on_fp ? 1 : cfa_on_fp(c.p, next, cie.fde_enc);
-			fdes++;
-			on_fp += fp == 1;
+			fp = cie.on_fp ? CFA_ON_FP : cfa_on_fp(c.p, next, cie.fde_enc);
+			framed += fp == CFA_ON_SP || fp == CFA_ON_FP;
+			on_fp += fp == CFA_ON_FP;
 			if (cie.signal)
 				find_restorer(pc_begin, pc_range, text_start, text_end);
 		}
 		p = next;
 	}
-	if (fdes == 0)
+	if (framed == 0)
 		return true;
-	return on_fp * 100 >= fdes * RS_FP_PERCENT;
+	return on_fp * 100 >= framed * RS_FP_PERCENT;
 }

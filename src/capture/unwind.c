@@ -130,12 +130,22 @@ static inline bool emit(struct emit *e, uint64_t word, bool frame)
 	return true;
 }
 
+/*
+ * The word for an address in no known text.  In absolute output the
+ * address itself, unless it collides with a marker word (no code address
+ * can; a garbage return address can).
+ */
+static inline uint64_t unknown_word(uintptr_t addr, bool relative)
+{
+	return relative || (uint64_t)addr >= RS_NATIVE_SIGNAL ? RS_NATIVE_UNKNOWN : (uint64_t)addr;
+}
+
 /* The word for a code address, with its text checks. */
 static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool relative, uint32_t *reasons)
 {
 	if (rs_unlikely(!rs_objtab_find(v, addr))) {
 		*reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
-		return relative ? RS_NATIVE_UNKNOWN : (uint64_t)addr;
+		return unknown_word(addr, relative);
 	}
 	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
 		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
@@ -198,7 +208,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 		} else {
 			reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
-			word = relative ? RS_NATIVE_UNKNOWN : (uint64_t)ra;
+			word = unknown_word(ra, relative);
 		}
 	frame:
 		if (rs_unlikely(!emit(&e, word, true)))

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A library built with -fomit-frame-pointer whose function uses %rbp as
+ * an ordinary register across a call: the callee saves the junk value as
+ * if it were its caller's frame pointer.  Its CFI never puts the CFA on
+ * %rbp, so the object table marks the object as keeping no frame pointers.
+ */
+#include "unwind-lib.h"
+
+__attribute__((noinline)) void rs_unwind_nofp_call(rs_unwind_cb cb, void *arg, uintptr_t junk)
+{
+	register uintptr_t r __asm__("rbp") = junk;
+
+	__asm__ volatile("" : "+r"(r));
+	cb(arg);
+	__asm__ volatile("" : "+r"(r) :: "memory");
+}

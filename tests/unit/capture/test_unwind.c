@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The unwinder's verdict on crafted stacks: each reason from a stack built
+ * to have exactly that defect, the end-of-stack rule, and thousands of
+ * random stack images walked between guard pages.
+ *
+ * The fake stack is a mapping with inaccessible pages on both sides: a
+ * read outside the ranges the walk was given faults the test.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capture/objtab.h"
+#include "capture/objtab-local.h"
+#include "capture/unwind-local.h"
+#include "relstack/relstack.h"
+#include "unwind-lib.h"
+
+#define STACK_WORDS 2048
+
+static uintptr_t *stk;     /* STACK_WORDS words, guard pages around */
+static size_t map_len;
+static unsigned char *map;
+
+__attribute__((noinline)) static int text_in_test(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 1;
+}
+
+/* Addresses of known kinds. */
+static uintptr_t fp_text(void) { return (uintptr_t)&text_in_test + 1; }
+static uintptr_t nofp_text(void) { return (uintptr_t)&rs_unwind_nofp_call + 1; }
+static uintptr_t crt_text(void) { return rs_crt_pc + 1; }
+#define UNKNOWN_TEXT_ADDR ((uintptr_t)0x10000)
+
+static uintptr_t slot(size_t i) { return (uintptr_t)&stk[i]; }
+
+static void frame(size_t i, uintptr_t next, uintptr_t ra)
+{
+	stk[i] = next;
+	stk[i + 1] = ra;
+}
+
+static void fake_walk(struct rs_walk *w, uintptr_t fp)
+{
+	memset(w, 0, sizeof(*w));
+	w->fp = fp;
+	w->sp = slot(0);
+	w->stack.lo = slot(0);
+	w->stack.hi = slot(STACK_WORDS);
+	w->crt_pc = rs_crt_pc;
+}
+
+static uint64_t word_of(uintptr_t addr)
+{
+	uint64_t w;
+
+	relstack_encode(&addr, &w, 1, 0, NULL);
+	return w;
+}
+
+static int setup(void **state)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t body = STACK_WORDS * sizeof(uintptr_t);
+
+	map_len = body + 2 * (size_t)page;
+	map = mmap(NULL, map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return -1;
+	if (mprotect(map + page, body, PROT_READ | PROT_WRITE))
+		return -1;
+	stk = (uintptr_t *)(void *)(map + page);
+	if (relstack_objtab_refresh() < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	munmap(map, map_len);
+	return 0;
+}
+
+static int clear_stack(void **state)
+{
+	memset(stk, 0, STACK_WORDS * sizeof(uintptr_t));
+	return 0;
+}
+
+static void reliable_chain_ends_with_end_word(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(10), fp_text());
+	frame(10, slot(30), fp_text() + 1);
+	frame(30, 0, fp_text() + 2);
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 4);
+	assert_int_equal(v.frames, 3);
+	assert_true(words[0] == word_of(fp_text()));
+	assert_true(words[1] == word_of(fp_text() + 1));
+	assert_true(words[2] == word_of(fp_text() + 2));
+	assert_true(words[3] == RS_NATIVE_END);
+	assert_true(w.end_fp == slot(30));
+}
+
+static void absolute_words_are_the_return_addresses(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(10), fp_text());
+	frame(10, 0, fp_text() + 5);
+	fake_walk(&w, slot(4));
+	w.flags = RELSTACK_CAPTURE_ABSOLUTE;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 3);
+	assert_true(words[0] == fp_text());
+	assert_true(words[1] == fp_text() + 5);
+	assert_true(words[2] == RS_NATIVE_END);
+	/* and the relative words map back to them */
+	assert_true(relstack_word_address(word_of(fp_text() + 5)) == fp_text() + 5);
+}
+
+static void frame_pointer_beyond_the_stack_is_outside_stack(void **state)
+{
+	static uintptr_t elsewhere[4];
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, (uintptr_t)elsewhere, fp_text());
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+	assert_int_equal(n, 1);
+	/* a frame record straddling the top of the range is outside too */
+	frame(4, slot(STACK_WORDS - 1), fp_text());
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+	assert_int_equal(n, 1);
+	/* and so is a first frame below the walk's stack pointer */
+	fake_walk(&w, slot(4));
+	w.sp = slot(8);
+	w.stack.lo = slot(8);
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+	assert_int_equal(n, 0);
+}
+
+static void misaligned_frame_pointer_is_misaligned(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(10) + 3, fp_text());
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_MISALIGNED);
+	assert_int_equal(n, 1);
+}
+
+static void chain_going_down_the_stack_is_not_increasing(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(10, slot(4), fp_text());
+	frame(4, slot(20), fp_text());
+	fake_walk(&w, slot(10));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NOT_INCREASING);
+	assert_int_equal(n, 1);
+	/* a frame that names itself */
+	frame(10, slot(10), fp_text());
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NOT_INCREASING);
+	assert_int_equal(n, 1);
+	/* overlapping records: the next one starts inside this one */
+	frame(10, slot(11), fp_text());
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NOT_INCREASING);
+}
+
+static void return_address_in_no_object_is_unknown_text(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(10), UNKNOWN_TEXT_ADDR);
+	frame(10, 0, fp_text());
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
+	/* the walk goes on past the unknown frame, and writes no END */
+	assert_int_equal(n, 2);
+	assert_true(words[0] == RS_NATIVE_UNKNOWN);
+	assert_true(words[1] == word_of(fp_text()));
+	/* absolute output keeps the address itself */
+	w.flags = RELSTACK_CAPTURE_ABSOLUTE;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
+	assert_true(words[0] == UNKNOWN_TEXT_ADDR);
+	/* unless it would read as a marker */
+	frame(4, slot(10), ~(uintptr_t)0);
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(n, 2);
+	assert_true(words[0] == RS_NATIVE_UNKNOWN);
+}
+
+static void the_restorer_is_found_in_the_c_runtime(void **state)
+{
+	uintptr_t r = atomic_load(&rs_restorer[0]);
+	struct rs_lookup l;
+
+	assert_true(r != 0);
+	assert_true(rs_arch_is_sigreturn((const unsigned char *)r));
+	assert_true(rs_objtab_lookup(r, &l));
+	assert_true(rs_objtab_lookup(rs_crt_pc, &l));
+	assert_true(r >= l.start && r < l.end);
+}
+
+/* A handler frame at @hf whose return address is the restorer, its ucontext after it. */
+static ucontext_t *signal_frame(size_t hf, uintptr_t pc, uintptr_t sp, uintptr_t fp)
+{
+	ucontext_t *uc = (ucontext_t *)(void *)&stk[hf + 2];
+
+	frame(hf, 0x5a5a, atomic_load(&rs_restorer[0]));
+	memset(uc, 0, sizeof(*uc));
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+	return uc;
+}
+
+static void restorer_return_address_is_a_signal_frame_crossed(void **state)
+{
+	size_t above = 8 + 2 + sizeof(ucontext_t) / sizeof(uintptr_t) + 8;
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(8), fp_text());
+	signal_frame(8, fp_text() + 3, slot(above), slot(above + 4));
+	frame(above + 4, 0, fp_text() + 4);
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
+	assert_int_equal(n, 4);
+	assert_int_equal(v.frames, 3);
+	assert_true(words[0] == word_of(fp_text()));
+	assert_true(words[1] == RS_NATIVE_SIGNAL);
+	assert_true(words[2] == word_of(fp_text() + 3)); /* the interrupted pc */
+	assert_true(words[3] == word_of(fp_text() + 4));
+}
+
+static void signal_frame_on_the_alternate_stack_continues_on_the_thread_stack(void **state)
+{
+	size_t half = STACK_WORDS / 2;
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	/* alternate stack: the upper half; thread stack: the lower half */
+	frame(half + 4, slot(half + 8), fp_text());
+	signal_frame(half + 8, fp_text() + 3, slot(100), slot(104));
+	frame(104, slot(120), fp_text() + 4);
+	frame(120, 0, fp_text() + 5);
+	fake_walk(&w, slot(half + 4));
+	w.sp = slot(half);
+	w.stack.hi = slot(half);
+	w.alt.lo = slot(half);
+	w.alt.hi = slot(STACK_WORDS);
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
+	assert_int_equal(n, 5);
+	assert_true(words[4] == word_of(fp_text() + 5));
+	/* the interrupted stack pointer in neither range: stop there */
+	signal_frame(half + 8, fp_text() + 3, UNKNOWN_TEXT_ADDR, slot(104));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME | RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+	assert_int_equal(n, 3);
+}
+
+static void interrupted_pc_first_is_an_asynchronous_start(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(10), fp_text() + 1);
+	frame(10, 0, fp_text() + 2);
+	fake_walk(&w, slot(4));
+	w.pc = fp_text();
+	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START; /* what relstack_capture_context() starts with */
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
+	assert_int_equal(n, 3);
+	assert_true(words[0] == word_of(fp_text()));
+}
+
+static void context_capture_always_says_asynchronous_start(void **state)
+{
+	uint64_t words[64];
+	struct relstack_verdict v;
+	ucontext_t uc;
+	int n;
+
+	/* a real context of this thread, whose stack is registered */
+	assert_int_equal(relstack_thread_register(), 0);
+	assert_int_equal(getcontext(&uc), 0);
+	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)fp_text();
+	n = relstack_capture_context(&uc, words, 64, 0, &v);
+	assert_true(n >= 1);
+	assert_true(words[0] == word_of(fp_text()));
+	assert_true(v.reasons & RELSTACK_UNRELIABLE_ASYNC_START);
+}
+
+static void full_array_is_truncated(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(10), fp_text());
+	frame(10, slot(30), fp_text() + 1);
+	frame(30, 0, fp_text() + 2);
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 2, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_TRUNCATED);
+	assert_int_equal(n, 2);
+	/* every frame fits but END does not: still truncated */
+	n = rs_unwind_walk(&w, words, 3, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_TRUNCATED);
+	assert_int_equal(n, 3);
+	assert_true(words[2] != RS_NATIVE_END);
+	n = rs_unwind_walk(&w, words, 0, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_TRUNCATED);
+	assert_int_equal(n, 0);
+}
+
+static void skipped_frames_are_checked_but_not_written(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, slot(10), UNKNOWN_TEXT_ADDR);
+	frame(10, slot(30), fp_text() + 1);
+	frame(30, 0, fp_text() + 2);
+	fake_walk(&w, slot(4));
+	w.skip = 1;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(n, 2);
+	assert_true(words[0] == word_of(fp_text() + 1));
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
+}
+
+static void frame_in_object_without_frame_pointers_is_no_fp_object(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	struct rs_lookup l;
+	size_t n;
+
+	assert_true(rs_objtab_lookup(nofp_text(), &l));
+	assert_true(l.flags & RELSTACK_OBJECT_NO_FP);
+	frame(4, slot(10), nofp_text());
+	frame(10, 0, fp_text());
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT);
+	assert_int_equal(n, 2);
+	/* the last frame too: only the C runtime's entry frame is exempt */
+	frame(4, 0, nofp_text());
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT);
+	assert_int_equal(n, 1);
+}
+
+static void objects_built_with_frame_pointers_are_not_marked(void **state)
+{
+	struct rs_lookup l;
+
+	assert_true(rs_objtab_lookup(fp_text(), &l));
+	assert_false(l.flags & RELSTACK_OBJECT_NO_FP);
+	assert_true(rs_objtab_lookup((uintptr_t)&relstack_capture, &l));
+	assert_false(l.flags & RELSTACK_OBJECT_NO_FP);
+}
+
+static void c_runtime_frame_before_zero_frame_pointer_is_the_thread_entry(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	struct rs_lookup l;
+	size_t n;
+
+	assert_true(rs_objtab_lookup(crt_text(), &l));
+	if (!(l.flags & RELSTACK_OBJECT_NO_FP))
+		skip(); /* a C runtime built with frame pointers needs no exemption */
+	frame(4, slot(10), fp_text());
+	frame(10, 0, crt_text());
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 3);
+	assert_true(words[2] == RS_NATIVE_END);
+	/* the thread's learned entry frame is elsewhere: not the entry */
+	w.entry_fp = slot(30);
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT);
+	w.entry_fp = slot(10);
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, 0);
+	/* a C runtime frame in the middle of the stack is an ordinary frame without frame pointers */
+	frame(10, slot(30), crt_text());
+	frame(30, 0, fp_text());
+	w.entry_fp = 0;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT);
+	assert_int_equal(n, 3);
+}
+
+static void c_runtime_frame_just_below_the_initial_stack_is_the_main_entry(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	struct rs_lookup l;
+	size_t n;
+
+	assert_true(rs_objtab_lookup(crt_text(), &l));
+	if (!(l.flags & RELSTACK_OBJECT_NO_FP))
+		skip();
+	/* __libc_start_call_main leaves junk in its frame-pointer register */
+	frame(4, slot(10), fp_text());
+	frame(10, 1, crt_text());
+	fake_walk(&w, slot(4));
+	w.main_top = slot(10) + 272;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 3);
+	assert_true(words[2] == RS_NATIVE_END);
+	/* further down than the C runtime's own start frames: not the entry */
+	w.main_top = slot(10) + RS_MAIN_ENTRY_AREA + 8;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT | RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+}
+
+static void unknown_stack_reads_nothing(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	frame(4, 0, fp_text());
+	fake_walk(&w, slot(4));
+	w.stack.lo = w.stack.hi = 0;
+	w.sp = slot(4);
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+	assert_int_equal(n, 0);
+}
+
+static void reason_strings_are_stable_short_names(void **state)
+{
+	static const char *const names[] = {
+		"outside-stack", "misaligned", "not-increasing", "unknown-text",
+		"signal-frame", "async-start", "truncated", "no-fp-object",
+	};
+
+	for (unsigned i = 0; i < 8; i++)
+		assert_string_equal(relstack_reason_string(1u << i), names[i]);
+	assert_null(relstack_reason_string(0));
+	assert_null(relstack_reason_string(3));
+	assert_null(relstack_reason_string(1u << 8));
+}
+
+static void bad_arguments_are_refused(void **state)
+{
+	uint64_t w[4];
+	ucontext_t uc;
+
+	assert_int_equal(relstack_capture(NULL, 4, 0, 0, NULL), -EINVAL);
+	assert_int_equal(relstack_capture(w, 4, 0, 0x80, NULL), -EINVAL);
+	assert_int_equal(relstack_capture_context(NULL, w, 4, 0, NULL), -EINVAL);
+	memset(&uc, 0, sizeof(uc));
+	assert_int_equal(relstack_capture_context(&uc, w, 4, 0x80, NULL), -EINVAL);
+}
+
+/* ---- random images ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* A plausible-looking or garbage word: what a stack holds. */
+static uintptr_t random_word(void)
+{
+	switch (rnd() % 12) {
+	case 0: return 0;
+	case 1: return slot(rnd() % STACK_WORDS);                   /* aligned, in the image */
+	case 2: return slot(rnd() % STACK_WORDS) + rnd() % 8;       /* maybe misaligned */
+	case 3: return slot(0) - 64 + rnd() % 128;                  /* near the bottom edge */
+	case 4: return slot(STACK_WORDS) - 64 + rnd() % 128;        /* near the top edge */
+	case 5: return fp_text() + rnd() % 64;
+	case 6: return nofp_text();
+	case 7: return crt_text();
+	case 8: return atomic_load(&rs_restorer[0]);
+	case 9: return UNKNOWN_TEXT_ADDR + rnd() % 4096;
+	case 10: return 1;
+	default: return (uintptr_t)rnd();
+	}
+}
+
+static void random_stack_images_never_fault_and_are_all_classified(void **state)
+{
+	uint64_t words[80];
+	uint32_t seen = 0;
+	unsigned reliable = 0;
+
+	for (unsigned iter = 0; iter < 20000; iter++) {
+		struct relstack_verdict v;
+		struct rs_walk w;
+		size_t n, lo, hi, cap;
+
+		for (size_t i = 0; i < STACK_WORDS; i++)
+			stk[i] = random_word();
+		/* every few images, lay a plausible chain over the garbage */
+		if (iter % 3 == 0) {
+			size_t i = rnd() % 64;
+
+			while (i + 40 < STACK_WORDS && rnd() % 16) {
+				size_t next = i + 2 + rnd() % 30;
+
+				frame(i, slot(next), rnd() % 8 ? fp_text() : random_word());
+				i = next;
+			}
+			frame(i, rnd() % 2 ? 0 : random_word(), rnd() % 2 ? crt_text() : fp_text());
+		}
+		lo = rnd() % (STACK_WORDS / 2);
+		hi = lo + rnd() % (STACK_WORDS - lo + 1);
+		memset(&w, 0, sizeof(w));
+		w.stack.lo = slot(lo) + (rnd() % 4 == 0 ? rnd() % 8 : 0);
+		w.stack.hi = slot(hi) - (rnd() % 4 == 0 ? rnd() % 8 : 0);
+		if (rnd() % 2) {
+			size_t alo = rnd() % STACK_WORDS, ahi = alo + rnd() % (STACK_WORDS - alo + 1);
+
+			w.alt.lo = slot(alo);
+			w.alt.hi = slot(ahi);
+		}
+		w.sp = rnd() % 8 ? w.stack.lo + (rnd() % 64) * 8 : random_word();
+		w.fp = rnd() % 4 ? slot(rnd() % STACK_WORDS) : random_word();
+		w.pc = rnd() % 4 ? 0 : random_word();
+		w.crt_pc = rs_crt_pc;
+		w.main_top = rnd() % 4 ? 0 : random_word();
+		w.entry_fp = rnd() % 4 ? 0 : random_word();
+		w.skip = (unsigned)(rnd() % 3);
+		w.flags = rnd() % 2 ? RELSTACK_CAPTURE_ABSOLUTE : 0;
+		cap = rnd() % 8 ? RS_ARRAY_SIZE(words) : rnd() % 4;
+
+		n = rs_unwind_walk(&w, words, cap, &v);
+		assert_true(n <= cap);
+		assert_true(v.frames <= n);
+		assert_false(v.reasons & ~RELSTACK_UNRELIABLE_ALL);
+		if (v.reasons == 0) {
+			/* reliable: ended at the outermost frame, with END */
+			assert_true(n >= 1);
+			assert_true(words[n - 1] == RS_NATIVE_END);
+			assert_true(w.end_fp != 0 || w.fp == 0);
+			reliable++;
+		} else {
+			assert_true(n == 0 || words[n - 1] != RS_NATIVE_END);
+		}
+		for (size_t i = 0; i + 1 < n; i++)
+			assert_true(words[i] != RS_NATIVE_END);
+		seen |= v.reasons;
+	}
+	/* every reason a stack image can show was reached (ASYNC_START is given, not found) */
+	assert_int_equal(seen | RELSTACK_UNRELIABLE_ASYNC_START, RELSTACK_UNRELIABLE_ALL);
+	assert_true(reliable > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(reliable_chain_ends_with_end_word, clear_stack),
+		cmocka_unit_test_setup(absolute_words_are_the_return_addresses, clear_stack),
+		cmocka_unit_test_setup(frame_pointer_beyond_the_stack_is_outside_stack, clear_stack),
+		cmocka_unit_test_setup(misaligned_frame_pointer_is_misaligned, clear_stack),
+		cmocka_unit_test_setup(chain_going_down_the_stack_is_not_increasing, clear_stack),
+		cmocka_unit_test_setup(return_address_in_no_object_is_unknown_text, clear_stack),
+		cmocka_unit_test(the_restorer_is_found_in_the_c_runtime),
+		cmocka_unit_test_setup(restorer_return_address_is_a_signal_frame_crossed, clear_stack),
+		cmocka_unit_test_setup(signal_frame_on_the_alternate_stack_continues_on_the_thread_stack,
+				       clear_stack),
+		cmocka_unit_test_setup(interrupted_pc_first_is_an_asynchronous_start, clear_stack),
+		cmocka_unit_test(context_capture_always_says_asynchronous_start),
+		cmocka_unit_test_setup(full_array_is_truncated, clear_stack),
+		cmocka_unit_test_setup(skipped_frames_are_checked_but_not_written, clear_stack),
+		cmocka_unit_test_setup(frame_in_object_without_frame_pointers_is_no_fp_object, clear_stack),
+		cmocka_unit_test(objects_built_with_frame_pointers_are_not_marked),
+		cmocka_unit_test_setup(c_runtime_frame_before_zero_frame_pointer_is_the_thread_entry,
+				       clear_stack),
+		cmocka_unit_test_setup(c_runtime_frame_just_below_the_initial_stack_is_the_main_entry,
+				       clear_stack),
+		cmocka_unit_test_setup(unknown_stack_reads_nothing, clear_stack),
+		cmocka_unit_test(reason_strings_are_stable_short_names),
+		cmocka_unit_test(bad_arguments_are_refused),
+		cmocka_unit_test(random_stack_images_never_fault_and_are_all_classified),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
