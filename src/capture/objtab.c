@@ -215,7 +215,16 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 		f->obj.flags |= RELSTACK_OBJECT_VDSO;
 		set_path(&f->obj, "[vdso]");
 	} else {
-		set_path(&f->obj, info->dlpi_name ? info->dlpi_name : "");
+		/*
+		 * dlopen() keeps the name it was given, relative or through
+		 * $ORIGIN/..: record the canonical path, which a decoder on
+		 * another machine or in another directory can use.
+		 */
+		const char *name = info->dlpi_name ? info->dlpi_name : "";
+		char *canon = name[0] ? realpath(name, NULL) : NULL;
+
+		set_path(&f->obj, canon ? canon : name);
+		free(canon);
 	}
 	if (!rs_fp_object_keeps_fp(info, f->start, f->end))
 		f->obj.flags |= RELSTACK_OBJECT_NO_FP;

@@ -1,0 +1,835 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The bodies of `relstack info`, `dump` and `report`, and their output
+ * formats: ftrace-style text, JSON Lines, folded stacks.
+ *
+ * Records are read through the reader's cursor, filtered, copied and
+ * sorted by time (the ring orders them per thread only).  Each frame is
+ * decoded by the file's format descriptor and checked against the run's
+ * object table; one bad frame never costs the rest of its trace.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <relstack/reader.h>
+#include <relstack/recorder.h>
+#include <relstack/relstack.h>
+
+#include "decode/symbolize.h"
+#include "tools/output.h"
+
+/* ---- small printing helpers ---- */
+
+static const char *run_name(enum relstack_run_which w)
+{
+	return w == RELSTACK_RUN_PREVIOUS ? "previous" : "current";
+}
+
+static void print_hex(FILE *f, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", p[i]);
+}
+
+static void print_walltime(FILE *f, uint64_t ns)
+{
+	time_t secs = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+	char buf[64];
+
+	gmtime_r(&secs, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	fprintf(f, "%s.%09" PRIu64 "Z", buf, (uint64_t)(ns % 1000000000u));
+}
+
+static void json_string(FILE *f, const char *s, size_t max)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < max && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* Text strings from a file are shown escaped, never raw. */
+static void text_string(FILE *f, const char *s, size_t max)
+{
+	json_string(f, s, max);
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+static void reasons_text(FILE *f, uint32_t reasons)
+{
+	bool first = true;
+
+	for (unsigned b = 0; b < 32; b++) {
+		if (!(reasons & (1u << b)))
+			continue;
+		fprintf(f, "%s%s", first ? "" : ",", relstack_reason_string(1u << b));
+		first = false;
+	}
+}
+
+static void reasons_json(FILE *f, uint32_t reasons)
+{
+	bool first = true;
+
+	fputc('[', f);
+	for (unsigned b = 0; b < 32; b++) {
+		if (!(reasons & (1u << b)))
+			continue;
+		fprintf(f, "%s\"%s\"", first ? "" : ",", relstack_reason_string(1u << b));
+		first = false;
+	}
+	fputc(']', f);
+}
+
+/* ---- fields ---- */
+
+static const char *type_name(unsigned type)
+{
+	switch (type) {
+	case RELSTACK_FIELD_UNSIGNED: return "unsigned";
+	case RELSTACK_FIELD_SIGNED: return "signed";
+	case RELSTACK_FIELD_HEX: return "hex";
+	case RELSTACK_FIELD_STRING: return "string";
+	case RELSTACK_FIELD_BYTES: return "bytes";
+	}
+	return "unknown";
+}
+
+static bool field_int(const struct relstack_schema_field *fd, const uint8_t *p, uint64_t *u, int64_t *s)
+{
+	uint64_t v = 0;
+
+	if (fd->size != 1 && fd->size != 2 && fd->size != 4 && fd->size != 8)
+		return false;
+	for (unsigned i = 0; i < fd->size; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	*u = v;
+	if (fd->size < 8 && (v >> (fd->size * 8 - 1)) & 1)
+		*s = (int64_t)(v | ~0ull << (fd->size * 8));
+	else
+		*s = (int64_t)v;
+	return true;
+}
+
+static void print_fields(FILE *f, const struct relstack_record *rec, bool json)
+{
+	const struct relstack_schema *sc = rec->schema;
+	const uint8_t *base = rec->fields;
+	bool first = true;
+
+	if (json)
+		fputc('{', f);
+	if (!sc) {
+		if (json)
+			fputc('}', f);
+		return;
+	}
+	for (unsigned i = 0; i < sc->nfields && i < 16; i++) {
+		const struct relstack_schema_field *fd = &sc->field[i];
+		const uint8_t *p = base + fd->offset;
+		uint64_t u;
+		int64_t s;
+
+		if (json)
+			fprintf(f, "%s", first ? "" : ",");
+		else
+			fputc(' ', f);
+		first = false;
+		if (json)
+			json_string(f, fd->name, sizeof(fd->name));
+		else
+			fprintf(f, "%.*s", (int)sizeof(fd->name), fd->name);
+		fputc(json ? ':' : '=', f);
+		if ((size_t)fd->offset + fd->size > rec->fields_size) {
+			fputs(json ? "null" : "<missing>", f);
+			continue;
+		}
+		switch (fd->type) {
+		case RELSTACK_FIELD_UNSIGNED:
+		case RELSTACK_FIELD_SIGNED:
+		case RELSTACK_FIELD_HEX:
+			if (!field_int(fd, p, &u, &s)) {
+				fputs(json ? "null" : "<bad size>", f);
+				break;
+			}
+			if (fd->type == RELSTACK_FIELD_SIGNED)
+				fprintf(f, "%" PRId64, s);
+			else if (fd->type == RELSTACK_FIELD_HEX)
+				fprintf(f, json ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, u);
+			else
+				fprintf(f, "%" PRIu64, u);
+			if (!json && strcmp(fd->name, "signo") == 0 && s > 0 && s < 65 && sigabbrev_np((int)s))
+				fprintf(f, "(SIG%s)", sigabbrev_np((int)s));
+			break;
+		case RELSTACK_FIELD_STRING:
+			(json ? json_string : text_string)(f, (const char *)p, fd->size);
+			break;
+		default:
+			fputc('"', f);
+			print_hex(f, p, fd->size);
+			fputc('"', f);
+		}
+	}
+	if (json)
+		fputc('}', f);
+}
+
+/* ---- info ---- */
+
+static void info_format(const struct relstack_format *fm)
+{
+	printf("format: %u-byte words, %s-endian\n", fm->word_size,
+	       fm->byte_order == RELSTACK_LITTLE_ENDIAN ? "little" : "big");
+	printf("  object flag bit %u; slot index bits %u..%u (%u bits); offset bits 0..%u; "
+	       "main-object offset bits 0..%u\n",
+	       fm->flag_bit, fm->index_shift, fm->index_shift + fm->index_bits - 1, fm->index_bits,
+	       fm->offset_bits - 1, fm->main_offset_bits - 1);
+	printf("  object slots 0..%u; marker slot %u: END 0x%" PRIx64 ", UNKNOWN 0x%" PRIx64
+	       ", SIGNAL 0x%" PRIx64 "\n",
+	       fm->max_slot, fm->marker_slot, fm->marker_end, fm->marker_unknown, fm->marker_signal);
+}
+
+static void info_objects(struct relstack_reader *r, enum relstack_run_which w)
+{
+	unsigned n = relstack_reader__object_count(r, w);
+
+	printf("objects: %u slots\n", n);
+	printf("  %-5s %-9s %-8s %-40s %s\n", "slot", "state", "base", "build-id", "path");
+	for (uint32_t s = 0; s < n; s++) {
+		struct relstack_object o;
+		const char *why = NULL;
+		int ret = relstack_reader__object(r, w, s, &o, NULL, &why);
+
+		if (ret == -ENOENT)
+			continue;
+		if (ret < 0) {
+			printf("  %-5u %-9s %s\n", s, "damaged", why ? why : relstack_strerror(ret));
+			continue;
+		}
+		printf("  %-5u %-9s %-8s ", s, o.state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
+		       o.base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
+		if (o.build_id_len) {
+			print_hex(stdout, o.build_id, o.build_id_len);
+			printf("%*s", (int)(40 - 2 * o.build_id_len > 0 ? 40 - 2 * o.build_id_len : 0), "");
+		} else {
+			printf("%-40s", "-");
+		}
+		printf(" ");
+		text_string(stdout, o.path, sizeof(o.path));
+		printf("  text 0x%" PRIx64 "+0x%" PRIx64 ", epochs %" PRIu64 "..", o.text_vaddr, o.text_size,
+		       o.load_epoch);
+		if (o.unload_epoch)
+			printf("%" PRIu64, o.unload_epoch);
+		printf("%s%s%s\n", o.flags & RELSTACK_OBJECT_MAIN ? ", main" : "",
+		       o.flags & RELSTACK_OBJECT_VDSO ? ", vdso" : "",
+		       o.flags & RELSTACK_OBJECT_NO_FP ? ", no frame pointers" : "");
+	}
+}
+
+static void info_schemas(struct relstack_reader *r, enum relstack_run_which w)
+{
+	unsigned n = relstack_reader__schema_count(r, w);
+
+	printf("events: %u schemas\n", n);
+	for (unsigned i = 0; i < n; i++) {
+		const struct relstack_schema *sc = relstack_reader__schema(r, w, i);
+
+		if (!sc)
+			continue;
+		printf("  id %-3u %.*s (%u bytes of fields)\n", sc->id, (int)sizeof(sc->name), sc->name, sc->size);
+		for (unsigned k = 0; k < sc->nfields && k < 16; k++)
+			printf("         field %-23.*s offset %-4u size %-4u %s\n", (int)sizeof(sc->field[k].name),
+			       sc->field[k].name, sc->field[k].offset, sc->field[k].size, type_name(sc->field[k].type));
+	}
+}
+
+int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
+{
+	struct relstack_run_info ri;
+	int ret;
+
+	printf("file: %s\n", o->file);
+	info_format(relstack_reader__format(r));
+	printf("addresses: %s\n", relstack_reader__has_addresses(r) ?
+	       "yes: a run allowed absolute stacks, its object table keeps load addresses" :
+	       "none: every stack is relative");
+	printf("runs: %u valid\n", relstack_reader__run_count(r));
+	for (unsigned a = 0; a < 2; a++) {
+		const char *err = relstack_reader__run_error(r, a);
+
+		if (err)
+			printf("  run area %u damaged: %s\n", a, err);
+	}
+	ret = relstack_reader__run_info(r, o->run, &ri);
+	if (ret < 0)
+		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
+				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+	printf("run: %s, generation %" PRIu64 ", id ", run_name(o->run), ri.generation);
+	print_hex(stdout, ri.run_id, sizeof(ri.run_id));
+	printf("\n  process: pid %u, ", ri.pid);
+	text_string(stdout, ri.comm, sizeof(ri.comm));
+	printf("\n  state: %s\n", ri.state == RELSTACK_RUN_CLOSED ? "closed" :
+	       "active (still being written, or its writer died without closing it)");
+	printf("  started: ");
+	print_walltime(stdout, ri.realtime_ns);
+	printf(" (CLOCK_MONOTONIC %" PRIu64 ".%09" PRIu64 " s), boot ", (uint64_t)(ri.monotonic_ns / 1000000000u),
+	       (uint64_t)(ri.monotonic_ns % 1000000000u));
+	print_hex(stdout, ri.boot_id, sizeof(ri.boot_id));
+	printf("\n");
+	if (ri.close_monotonic_ns)
+		printf("  closed: after %.6f s\n", (double)(ri.close_monotonic_ns - ri.monotonic_ns) / 1e9);
+	printf("  geometry: ring %" PRIu64 " bytes in chunks of %u, %u object slots, %u schemas, mode %s%s\n",
+	       ri.ring_size, ri.chunk_size, ri.objtab_capacity, ri.schema_capacity,
+	       ri.mode == RELSTACK_MODE_STOP ? "stop-when-full" : "overwrite-oldest",
+	       ri.addresses ? ", absolute stacks allowed" : "");
+	printf("  counters: %" PRIu64 " records, %" PRIu64 " lost, %" PRIu64 " overwritten, %" PRIu64
+	       " skipped (partial or damaged), %" PRIu64 " bytes written\n",
+	       ri.records, ri.lost, ri.overwritten, ri.skipped, ri.written);
+	info_objects(r, o->run);
+	info_schemas(r, o->run);
+	return 0;
+}
+
+/* ---- records ---- */
+
+struct rec_copy {
+	struct relstack_record rec;
+	uint64_t *words;
+	void *fields;
+};
+
+static bool wanted(const struct relstack_record *rec, const struct rs_tool_opts *o,
+		   const struct relstack_run_info *ri)
+{
+	if (o->ntids) {
+		bool hit = false;
+
+		for (unsigned i = 0; i < o->ntids && !hit; i++)
+			hit = rec->tid == o->tids[i];
+		if (!hit)
+			return false;
+	}
+	if (o->nevents) {
+		bool hit = false;
+
+		for (unsigned i = 0; i < o->nevents && !hit; i++)
+			hit = rec->event_name && strcmp(rec->event_name, o->events[i]) == 0;
+		if (!hit)
+			return false;
+	}
+	if (o->since.set) {
+		uint64_t t = o->since.relative ? rec->time_ns - ri->monotonic_ns : rec->realtime_ns;
+
+		if (rec->time_ns < ri->monotonic_ns && o->since.relative)
+			return false;
+		if (t < o->since.ns)
+			return false;
+	}
+	if (o->until.set) {
+		uint64_t t = o->until.relative ? rec->time_ns - ri->monotonic_ns : rec->realtime_ns;
+
+		if (!(rec->time_ns < ri->monotonic_ns && o->until.relative) && t > o->until.ns)
+			return false;
+	}
+	return true;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct relstack_record *x = &((const struct rec_copy *)a)->rec;
+	const struct relstack_record *y = &((const struct rec_copy *)b)->rec;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	return x->position < y->position ? -1 : x->position > y->position;
+}
+
+/* The run's objects, read once. */
+struct objects {
+	unsigned n;
+	struct relstack_object *obj;
+	uint64_t *load;
+	int *state;     /* 0 ok, else the error of relstack_reader__object() */
+	int *handle;    /* symbolizer handle, -1 none yet */
+};
+
+static void objects_load(struct relstack_reader *r, enum relstack_run_which w, struct objects *os)
+{
+	os->n = relstack_reader__object_count(r, w);
+	os->obj = calloc(os->n ? os->n : 1, sizeof(*os->obj));
+	os->load = calloc(os->n ? os->n : 1, sizeof(*os->load));
+	os->state = calloc(os->n ? os->n : 1, sizeof(*os->state));
+	os->handle = calloc(os->n ? os->n : 1, sizeof(*os->handle));
+	if (!os->obj || !os->load || !os->state || !os->handle)
+		rs_tool_input_error("out of memory");
+	for (unsigned s = 0; s < os->n; s++) {
+		os->state[s] = relstack_reader__object(r, w, s, &os->obj[s], &os->load[s], NULL);
+		os->handle[s] = -1;
+	}
+}
+
+static void objects_free(struct objects *os)
+{
+	free(os->obj);
+	free(os->load);
+	free(os->state);
+	free(os->handle);
+}
+
+/* A frame, decoded. */
+struct frame {
+	struct relstack_entry e;
+	const struct relstack_object *obj; /* for RELSTACK_ENTRY_OBJECT */
+	const char *why;                   /* unresolved absolute address */
+	bool return_address;               /* symbolise the call before it, as debuggers do */
+};
+
+static void decode_frame(struct relstack_reader *r, enum relstack_run_which w, const struct objects *os,
+			 const struct relstack_record *rec, uint64_t word, struct frame *fr)
+{
+	memset(fr, 0, sizeof(*fr));
+	if (rec->absolute) {
+		/* An absolute address: find the object that held it, by load address. */
+		for (unsigned s = 0; s < os->n; s++) {
+			const struct relstack_object *o = &os->obj[s];
+			uint64_t off;
+
+			if (os->state[s] || !os->load[s] || word < os->load[s])
+				continue;
+			off = word - os->load[s];
+			if (off < o->text_vaddr || off - o->text_vaddr >= o->text_size)
+				continue;
+			if (rec->epoch < o->load_epoch || (o->unload_epoch && rec->epoch >= o->unload_epoch))
+				continue;
+			fr->e.kind = RELSTACK_ENTRY_OBJECT;
+			fr->e.slot = s;
+			fr->e.offset = off;
+			fr->obj = o;
+			return;
+		}
+		fr->e.kind = RELSTACK_ENTRY_INVALID;
+		fr->why = "address in no recorded object";
+		return;
+	}
+	relstack_word_decode(relstack_reader__format(r), word, &fr->e);
+	relstack_reader__check_entry(r, w, rec->epoch, &fr->e);
+	if (fr->e.kind == RELSTACK_ENTRY_OBJECT && fr->e.slot < os->n && os->state[fr->e.slot] == 0)
+		fr->obj = &os->obj[fr->e.slot];
+	else if (fr->e.kind == RELSTACK_ENTRY_OBJECT) {
+		fr->e.kind = RELSTACK_ENTRY_INVALID;
+		fr->e.reason = RELSTACK_REASON_BAD_SLOT_RECORD;
+	}
+}
+
+/*
+ * Decode every word of @rec into @out.  Every frame is a return address
+ * except the first of an asynchronous start (the interrupted pc) and the
+ * one after a SIGNAL marker (the pc the signal interrupted).
+ */
+static void decode_frames(struct relstack_reader *r, enum relstack_run_which w, const struct objects *os,
+			  const struct relstack_record *rec, struct frame *out)
+{
+	bool exact = rec->reasons & RELSTACK_UNRELIABLE_ASYNC_START;
+
+	for (size_t i = 0; i < rec->nwords; i++) {
+		decode_frame(r, w, os, rec, rec->words[i], &out[i]);
+		out[i].return_address = !exact && out[i].e.kind == RELSTACK_ENTRY_OBJECT && out[i].e.offset > 0;
+		exact = out[i].e.kind == RELSTACK_ENTRY_MARKER && out[i].e.marker == RELSTACK_MARKER_SIGNAL;
+	}
+}
+
+static const char *frame_problem(const struct frame *fr)
+{
+	return fr->why ? fr->why : relstack_reason_name(fr->e.reason);
+}
+
+struct ctx {
+	struct relstack_reader *r;
+	const struct rs_tool_opts *o;
+	struct objects os;
+	struct rs_symbolizer *sym;
+	bool symbolize;
+	bool any_mismatch;
+	/* folded output */
+	char **folded;
+	size_t nfolded, capfolded;
+};
+
+static bool resolve(struct ctx *c, const struct frame *fr, struct rs_sym *out)
+{
+	int *h = &c->os.handle[fr->e.slot];
+
+	out->reason = RS_SYM_NO_SOURCE;
+	if (!c->sym)
+		return false;
+	if (*h < 0) {
+		*h = rs_symbolizer_object(c->sym, fr->obj);
+		if (*h < 0)
+			return false;
+	}
+	/*
+	 * A return address is the instruction after the call: its line and
+	 * inlined frames are those of the call, one byte before.
+	 */
+	if (rs_symbolize(c->sym, *h, fr->e.offset - fr->return_address, out) != 0)
+		return false;
+	out->symoff += fr->return_address;
+	return true;
+}
+
+static void text_frame(struct ctx *c, const struct frame *fr)
+{
+	struct rs_sym sym;
+
+	if (fr->e.kind == RELSTACK_ENTRY_MARKER) {
+		if (fr->e.marker == RELSTACK_MARKER_END)
+			return;
+		printf(" => <%s>\n", fr->e.marker == RELSTACK_MARKER_SIGNAL ? "signal frame" : "unknown object");
+		return;
+	}
+	if (fr->e.kind != RELSTACK_ENTRY_OBJECT) {
+		printf(" => <invalid entry: %s>\n", frame_problem(fr));
+		return;
+	}
+	if (c->symbolize && resolve(c, fr, &sym)) {
+		const char *obj = basename_of(fr->obj->path);
+
+		for (unsigned i = 0; i < sym.n_inlined; i++) {
+			printf(" => %s [%s]", sym.inlined[i].name, obj);
+			if (sym.inlined[i].file)
+				printf(" %s:%u", sym.inlined[i].file, sym.inlined[i].line);
+			printf(" (inlined)\n");
+		}
+		printf(" => %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]", sym.name, sym.symoff, sym.symsize, obj);
+		if (sym.file)
+			printf(" %s:%u", sym.file, sym.line);
+		printf("\n");
+		return;
+	}
+	printf(" => %s+0x%" PRIx64, basename_of(fr->obj->path), fr->e.offset);
+	if (c->symbolize)
+		printf(" (%s)", rs_sym_reason_str(sym.reason));
+	printf("\n");
+}
+
+static void json_frame(struct ctx *c, const struct frame *fr, bool first)
+{
+	struct rs_sym sym;
+
+	if (fr->e.kind == RELSTACK_ENTRY_MARKER && fr->e.marker == RELSTACK_MARKER_END)
+		return;
+	printf("%s{", first ? "" : ",");
+	if (fr->e.kind == RELSTACK_ENTRY_MARKER) {
+		printf("\"marker\":\"%s\"}", relstack_marker_name(fr->e.marker));
+		return;
+	}
+	if (fr->e.kind != RELSTACK_ENTRY_OBJECT) {
+		printf("\"reason\":");
+		json_string(stdout, frame_problem(fr), 256);
+		printf("}");
+		return;
+	}
+	printf("\"slot\":%u,\"object\":", fr->e.slot);
+	json_string(stdout, fr->obj->path, sizeof(fr->obj->path));
+	printf(",\"build_id\":\"");
+	print_hex(stdout, fr->obj->build_id, fr->obj->build_id_len);
+	printf("\",\"offset\":\"0x%" PRIx64 "\"", fr->e.offset);
+	if (!c->symbolize) {
+		printf("}");
+		return;
+	}
+	if (!resolve(c, fr, &sym)) {
+		printf(",\"reason\":");
+		json_string(stdout, rs_sym_reason_str(sym.reason), 256);
+		printf("}");
+		return;
+	}
+	printf(",\"symbol\":");
+	json_string(stdout, sym.name, 4096);
+	printf(",\"symoff\":%" PRIu64 ",\"symsize\":%" PRIu64 ",\"file\":", sym.symoff, sym.symsize);
+	if (sym.file)
+		json_string(stdout, sym.file, 4096);
+	else
+		printf("null");
+	printf(",\"line\":");
+	if (sym.line)
+		printf("%u", sym.line);
+	else
+		printf("null");
+	printf(",\"inlined\":[");
+	for (unsigned i = 0; i < sym.n_inlined; i++) {
+		printf("%s{\"symbol\":", i ? "," : "");
+		json_string(stdout, sym.inlined[i].name, 4096);
+		printf(",\"file\":");
+		if (sym.inlined[i].file)
+			json_string(stdout, sym.inlined[i].file, 4096);
+		else
+			printf("null");
+		printf(",\"line\":%u}", sym.inlined[i].line);
+	}
+	printf("]}");
+}
+
+/* Append one folded component for @fr to @buf (outermost-first order is the caller's). */
+static void folded_frame(struct ctx *c, const struct frame *fr, char *buf, size_t size)
+{
+	struct rs_sym sym;
+	size_t len = strlen(buf);
+
+	if (fr->e.kind == RELSTACK_ENTRY_MARKER) {
+		if (fr->e.marker != RELSTACK_MARKER_END)
+			snprintf(buf + len, size - len, ";[%s]", fr->e.marker == RELSTACK_MARKER_SIGNAL ? "signal" : "unknown");
+		return;
+	}
+	if (fr->e.kind != RELSTACK_ENTRY_OBJECT) {
+		snprintf(buf + len, size - len, ";[invalid]");
+		return;
+	}
+	if (c->symbolize && resolve(c, fr, &sym)) {
+		len += (size_t)snprintf(buf + len, size - len, ";%s", sym.name);
+		/* inlined frames are called by the function: outer ones first */
+		for (unsigned i = sym.n_inlined; i-- > 0 && len < size;)
+			len += (size_t)snprintf(buf + len, size - len, ";%s", sym.inlined[i].name);
+		return;
+	}
+	snprintf(buf + len, size - len, ";%s+0x%" PRIx64, basename_of(fr->obj->path), fr->e.offset);
+}
+
+static void print_record(struct ctx *c, const struct relstack_record *rec, const struct relstack_run_info *ri)
+{
+	enum relstack_run_which w = c->o->run;
+	char evname[64];
+
+	struct frame *frames = calloc(rec->nwords ? rec->nwords : 1, sizeof(*frames));
+
+	if (!frames)
+		rs_tool_input_error("out of memory");
+	decode_frames(c->r, w, &c->os, rec, frames);
+	if (rec->event_name)
+		snprintf(evname, sizeof(evname), "%s", rec->event_name);
+	else
+		snprintf(evname, sizeof(evname), "event#%u", rec->event_id);
+
+	if (c->o->format == RS_FORMAT_TEXT) {
+		print_walltime(stdout, rec->realtime_ns);
+		printf(" tid %u %s", rec->tid, evname);
+		if (rec->has_stack) {
+			if (rec->reasons) {
+				printf(" unreliable(");
+				reasons_text(stdout, rec->reasons);
+				printf(")");
+			} else {
+				printf(" reliable");
+			}
+		}
+		print_fields(stdout, rec, false);
+		printf("\n");
+		for (size_t i = 0; i < rec->nwords; i++)
+			text_frame(c, &frames[i]);
+	} else if (c->o->format == RS_FORMAT_JSON) {
+		bool first = true;
+
+		printf("{\"run\":\"%s\",\"generation\":%" PRIu64 ",\"ts_ns\":%" PRIu64 ",\"realtime_ns\":%" PRIu64
+		       ",\"tid\":%u,\"event\":",
+		       run_name(w), ri->generation, rec->time_ns, rec->realtime_ns, rec->tid);
+		json_string(stdout, evname, sizeof(evname));
+		printf(",\"has_stack\":%s,\"absolute\":%s,\"reliable\":%s,\"reasons\":", rec->has_stack ? "true" : "false",
+		       rec->absolute ? "true" : "false", rec->has_stack && !rec->reasons ? "true" : "false");
+		reasons_json(stdout, rec->reasons);
+		printf(",\"fields\":");
+		print_fields(stdout, rec, true);
+		printf(",\"frames\":[");
+		for (size_t i = 0; i < rec->nwords; i++) {
+			if (frames[i].e.kind == RELSTACK_ENTRY_MARKER && frames[i].e.marker == RELSTACK_MARKER_END)
+				continue;
+			json_frame(c, &frames[i], first);
+			first = false;
+		}
+		printf("]}\n");
+	} else {
+		char line[16384];
+
+		if (!rec->has_stack) {
+			free(frames);
+			return;
+		}
+		snprintf(line, sizeof(line), "%s", evname);
+		for (size_t i = rec->nwords; i-- > 0;)
+			folded_frame(c, &frames[i], line, sizeof(line));
+		if (c->nfolded == c->capfolded) {
+			c->capfolded = c->capfolded ? 2 * c->capfolded : 256;
+			c->folded = realloc(c->folded, c->capfolded * sizeof(*c->folded));
+			if (!c->folded)
+				rs_tool_input_error("out of memory");
+		}
+		c->folded[c->nfolded] = strdup(line);
+		if (!c->folded[c->nfolded])
+			rs_tool_input_error("out of memory");
+		c->nfolded++;
+	}
+	free(frames);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void print_folded(struct ctx *c)
+{
+	qsort(c->folded, c->nfolded, sizeof(*c->folded), cmp_str);
+	for (size_t i = 0; i < c->nfolded;) {
+		size_t k = i;
+
+		while (k < c->nfolded && strcmp(c->folded[k], c->folded[i]) == 0)
+			k++;
+		printf("%s %zu\n", c->folded[i], k - i);
+		for (size_t j = i; j < k; j++)
+			free(c->folded[j]);
+		i = k;
+	}
+	free(c->folded);
+}
+
+static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o)
+{
+	struct rs_symbolizer_opts so = {
+		.sz = sizeof(so),
+		.debug_dirs = o->debug_dirs,
+		.n_debug_dirs = o->ndebug_dirs,
+		.lines = o->lines,
+		.inlines = o->inlines,
+	};
+	struct rs_symbolizer *s = rs_symbolizer_new(&so);
+
+	if (!s)
+		rs_tool_input_error("cannot create the symbolizer: %s", strerror(errno));
+	for (unsigned i = 0; i < o->nsymbols; i++) {
+		int ret = rs_symbolizer_add_map_arg(s, o->symbols[i]);
+
+		if (ret < 0)
+			rs_tool_input_error("--symbols %s: %s", o->symbols[i], relstack_strerror(ret));
+	}
+	return s;
+}
+
+/* One line per object whose symbols could not be used; 2 if any was of another build. */
+static int report_object_errors(struct ctx *c)
+{
+	int status = 0;
+
+	for (unsigned s = 0; s < c->os.n; s++) {
+		const char *err;
+		struct rs_sym probe;
+
+		if (c->os.handle[s] < 0)
+			continue;
+		err = rs_symbolizer_object_error(c->sym, c->os.handle[s]);
+		if (!err)
+			continue;
+		fprintf(stderr, "relstack: %s\n", err);
+		rs_symbolize(c->sym, c->os.handle[s], c->os.obj[s].text_vaddr, &probe);
+		if (probe.reason == RS_SYM_BUILD_ID_MISMATCH || probe.reason == RS_SYM_BAD_SOURCE)
+			status = 2;
+	}
+	return status;
+}
+
+int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, bool symbolize)
+{
+	struct relstack_run_info ri;
+	struct relstack_cursor *cur;
+	struct relstack_record rec;
+	struct rec_copy *all = NULL;
+	size_t n = 0, cap = 0;
+	struct ctx c;
+	int ret;
+
+	memset(&c, 0, sizeof(c));
+	c.r = r;
+	c.o = o;
+	c.symbolize = symbolize;
+	ret = relstack_reader__run_info(r, o->run, &ri);
+	if (ret < 0)
+		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
+				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+	for (unsigned i = 0; i < o->nevents; i++) {
+		bool known = false;
+
+		for (unsigned k = 0; k < relstack_reader__schema_count(r, o->run) && !known; k++) {
+			const struct relstack_schema *sc = relstack_reader__schema(r, o->run, k);
+
+			known = sc && strncmp(sc->name, o->events[i], sizeof(sc->name)) == 0;
+		}
+		if (!known)
+			rs_tool_input_error("%s: the %s run defines no event '%s'", o->file, run_name(o->run),
+					    o->events[i]);
+	}
+	cur = relstack_reader__records(r, o->run);
+	if (!cur)
+		rs_tool_input_error("%s: cannot read the %s run: %s", o->file, run_name(o->run), strerror(errno));
+	while (relstack_cursor__next(cur, &rec) > 0) {
+		if (!wanted(&rec, o, &ri))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			all = realloc(all, cap * sizeof(*all));
+			if (!all)
+				rs_tool_input_error("out of memory");
+		}
+		all[n].rec = rec;
+		all[n].words = malloc((rec.nwords ? rec.nwords : 1) * sizeof(uint64_t));
+		all[n].fields = malloc(rec.fields_size ? rec.fields_size : 1);
+		if (!all[n].words || !all[n].fields)
+			rs_tool_input_error("out of memory");
+		memcpy(all[n].words, rec.words, rec.nwords * sizeof(uint64_t));
+		memcpy(all[n].fields, rec.fields, rec.fields_size);
+		all[n].rec.words = all[n].words;
+		all[n].rec.fields = all[n].fields;
+		n++;
+	}
+	relstack_cursor__free(cur);
+	qsort(all, n, sizeof(*all), cmp_rec);
+
+	objects_load(r, o->run, &c.os);
+	if (symbolize)
+		c.sym = make_symbolizer(o);
+	for (size_t i = 0; i < n; i++)
+		print_record(&c, &all[i].rec, &ri);
+	if (o->format == RS_FORMAT_FOLDED)
+		print_folded(&c);
+	ret = 0;
+	if (c.sym) {
+		fflush(stdout);
+		ret = report_object_errors(&c);
+		rs_symbolizer_free(c.sym);
+	}
+	for (size_t i = 0; i < n; i++) {
+		free(all[i].words);
+		free(all[i].fields);
+	}
+	free(all);
+	objects_free(&c.os);
+	return ret;
+}

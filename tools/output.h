@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The relstack command's parts: options, and the commands' bodies. */
+#ifndef RELSTACK_TOOL_OUTPUT_H
+#define RELSTACK_TOOL_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <relstack/reader.h>
+
+#define RS_ARRAY_MAX 64
+
+enum rs_format { RS_FORMAT_TEXT = 0, RS_FORMAT_JSON, RS_FORMAT_FOLDED };
+
+struct rs_time_bound {
+	bool set;
+	bool relative; /* ns from the run's start; else wall-clock ns since the epoch */
+	uint64_t ns;
+};
+
+struct rs_tool_opts {
+	const char *file;
+	enum relstack_run_which run;
+	uint32_t tids[RS_ARRAY_MAX];
+	unsigned ntids;
+	const char *events[RS_ARRAY_MAX];
+	unsigned nevents;
+	struct rs_time_bound since, until;
+	enum rs_format format;
+	const char *debug_dirs[RS_ARRAY_MAX];
+	unsigned ndebug_dirs;
+	const char *symbols[RS_ARRAY_MAX];
+	unsigned nsymbols;
+	bool lines, inlines;
+};
+
+/* Print one line "relstack: ..." and exit with status 2. */
+__attribute__((noreturn, format(printf, 1, 2))) void rs_tool_input_error(const char *fmt, ...);
+
+int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o);
+int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, bool symbolize);
+
+#endif

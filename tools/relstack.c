@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * relstack(1): read a buffer file anywhere, after its writer is gone.
+ *
+ *   info     descriptor, run identity and clocks, geometry, counters,
+ *            object table, event schemas
+ *   dump     every record, frames as object + offset, no symbols
+ *   report   every record, frames symbolised
+ *
+ * The command uses the public reader API (relstack/reader.h) and the
+ * decode library's symbolizer.  Exit status: 0 success, 1 bad usage,
+ * 2 bad input; every error is one line naming the file and the problem.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <relstack/reader.h>
+#include <relstack/recorder.h>
+#include <relstack/relstack.h>
+
+#include "decode/symbolize.h"
+#include "tools/output.h"
+
+#define EXIT_USAGE 1
+#define EXIT_INPUT 2
+
+static const char *prog = "relstack";
+
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", prog);
+	exit(EXIT_USAGE);
+}
+
+void rs_tool_input_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "relstack: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EXIT_INPUT);
+}
+
+static const char main_usage[] =
+	"Usage: relstack COMMAND [OPTIONS] FILE\n"
+	"Decode a relstack buffer file: stack traces stored as object + offset, with\n"
+	"the unwinder's verdict, readable on any machine.\n"
+	"\n"
+	"Commands:\n"
+	"  info     format descriptor, runs, clocks, counters, object table, event schemas\n"
+	"  dump     every record, frames as object + offset (no symbols: safe to share)\n"
+	"  report   every record, frames symbolised (function, file:line, inlined frames)\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help       this help; 'relstack COMMAND --help' for a command's options\n"
+	"      --version    print the version\n"
+	"\n"
+	"Exit status: 0 success, 1 bad usage, 2 bad input.  See relstack(1).\n";
+
+static const char info_usage[] =
+	"Usage: relstack info [--run current|previous] FILE\n"
+	"Print the format descriptor, the run's identity, clocks and geometry, its\n"
+	"counters (lost, overwritten, skipped), object table and event schemas.\n"
+	"\n"
+	"  --run current|previous   which run of the file (default: current)\n";
+
+static const char dump_usage[] =
+	"Usage: relstack dump [OPTIONS] FILE\n"
+	"Print every record, each frame as object + offset, without symbols.\n"
+	"\n"
+	"  --run current|previous   which run of the file (default: current)\n"
+	"  --tid TID                only this thread (repeatable)\n"
+	"  --event NAME             only this event (repeatable)\n"
+	"  --since TIME             only records at or after TIME\n"
+	"  --until TIME             only records at or before TIME\n"
+	"                           TIME: +SECONDS from the run's start, or UTC\n"
+	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n"
+	"  --format text|json|folded  output format (default: text)\n";
+
+static const char report_usage[] =
+	"Usage: relstack report [OPTIONS] FILE\n"
+	"Print every record with its frames symbolised.\n"
+	"\n"
+	"  --run current|previous   which run of the file (default: current)\n"
+	"  --tid TID                only this thread (repeatable)\n"
+	"  --event NAME             only this event (repeatable)\n"
+	"  --since TIME             only records at or after TIME\n"
+	"  --until TIME             only records at or before TIME\n"
+	"                           TIME: +SECONDS from the run's start, or UTC\n"
+	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n"
+	"  --format text|json|folded  output format (default: text)\n"
+	"  --debug-dir DIR          look for debug files under DIR too (repeatable)\n"
+	"  --symbols OBJECT=FILE    nm(1)/System.map symbols for OBJECT (repeatable)\n"
+	"  --no-lines               names only, no file:line\n"
+	"  --no-inlines             no inlined frames\n";
+
+enum {
+	OPT_RUN = 256,
+	OPT_TID,
+	OPT_EVENT,
+	OPT_SINCE,
+	OPT_UNTIL,
+	OPT_FORMAT,
+	OPT_DEBUG_DIR,
+	OPT_SYMBOLS,
+	OPT_NO_LINES,
+	OPT_NO_INLINES,
+};
+
+static const struct option long_opts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "run", required_argument, NULL, OPT_RUN },
+	{ "tid", required_argument, NULL, OPT_TID },
+	{ "event", required_argument, NULL, OPT_EVENT },
+	{ "since", required_argument, NULL, OPT_SINCE },
+	{ "until", required_argument, NULL, OPT_UNTIL },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
+	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+	{ "no-inlines", no_argument, NULL, OPT_NO_INLINES },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A time bound: relative to the run's start, or wall-clock. */
+static bool parse_time(const char *s, struct rs_time_bound *t)
+{
+	char *end;
+
+	if (s[0] == '+') {
+		double secs = strtod(s + 1, &end);
+
+		if (end == s + 1 || *end || secs < 0 || secs > 1e9)
+			return false;
+		t->set = true;
+		t->relative = true;
+		t->ns = (uint64_t)(secs * 1e9 + 0.5);
+		return true;
+	} else {
+		struct tm tm;
+		const char *rest;
+		uint64_t frac = 0, scale = 1000000000ull;
+		time_t secs;
+
+		memset(&tm, 0, sizeof(tm));
+		rest = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+		if (!rest)
+			return false;
+		if (*rest == '.') {
+			rest++;
+			if (*rest < '0' || *rest > '9')
+				return false;
+			while (*rest >= '0' && *rest <= '9') {
+				if (scale > 1) {
+					scale /= 10;
+					frac += (uint64_t)(*rest - '0') * scale;
+				}
+				rest++;
+			}
+		}
+		if (*rest == 'Z')
+			rest++;
+		if (*rest)
+			return false;
+		secs = timegm(&tm);
+		if (secs < 0)
+			return false;
+		t->set = true;
+		t->relative = false;
+		t->ns = (uint64_t)secs * 1000000000ull + frac;
+		return true;
+	}
+}
+
+static void parse_args(int argc, char **argv, const char *usage, bool decode_opts, bool symbol_opts,
+		       struct rs_tool_opts *o)
+{
+	int c;
+
+	o->lines = true;
+	o->inlines = true;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", long_opts, NULL)) != -1) {
+		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL || c == OPT_FORMAT;
+		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES;
+
+		if ((dec && !decode_opts) || (sym && !symbol_opts))
+			usage_error("%s: option '%s' does not apply here", argv[0], argv[optind - 1]);
+		switch (c) {
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		case OPT_RUN:
+			if (strcmp(optarg, "current") == 0)
+				o->run = RELSTACK_RUN_CURRENT;
+			else if (strcmp(optarg, "previous") == 0)
+				o->run = RELSTACK_RUN_PREVIOUS;
+			else
+				usage_error("--run: expected 'current' or 'previous', not '%s'", optarg);
+			break;
+		case OPT_TID: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (end == optarg || *end || v > UINT32_MAX)
+				usage_error("--tid: '%s' is not a thread id", optarg);
+			if (o->ntids == RS_ARRAY_MAX)
+				usage_error("--tid: at most %d", RS_ARRAY_MAX);
+			o->tids[o->ntids++] = (uint32_t)v;
+			break;
+		}
+		case OPT_EVENT:
+			if (o->nevents == RS_ARRAY_MAX)
+				usage_error("--event: at most %d", RS_ARRAY_MAX);
+			o->events[o->nevents++] = optarg;
+			break;
+		case OPT_SINCE:
+			if (!parse_time(optarg, &o->since))
+				usage_error("--since: '%s' is not +SECONDS or YYYY-MM-DDTHH:MM:SS[.fraction]", optarg);
+			break;
+		case OPT_UNTIL:
+			if (!parse_time(optarg, &o->until))
+				usage_error("--until: '%s' is not +SECONDS or YYYY-MM-DDTHH:MM:SS[.fraction]", optarg);
+			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "text") == 0)
+				o->format = RS_FORMAT_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				o->format = RS_FORMAT_JSON;
+			else if (strcmp(optarg, "folded") == 0)
+				o->format = RS_FORMAT_FOLDED;
+			else
+				usage_error("--format: expected text, json or folded, not '%s'", optarg);
+			break;
+		case OPT_DEBUG_DIR:
+			if (o->ndebug_dirs == RS_ARRAY_MAX)
+				usage_error("--debug-dir: at most %d", RS_ARRAY_MAX);
+			o->debug_dirs[o->ndebug_dirs++] = optarg;
+			break;
+		case OPT_SYMBOLS:
+			if (!strchr(optarg, '=') || optarg[0] == '=' || optarg[strlen(optarg) - 1] == '=')
+				usage_error("--symbols: expected OBJECT=FILE, not '%s'", optarg);
+			if (o->nsymbols == RS_ARRAY_MAX)
+				usage_error("--symbols: at most %d", RS_ARRAY_MAX);
+			o->symbols[o->nsymbols++] = optarg;
+			break;
+		case OPT_NO_LINES:
+			o->lines = false;
+			o->inlines = false;
+			break;
+		case OPT_NO_INLINES:
+			o->inlines = false;
+			break;
+		case ':':
+			usage_error("%s: option '%s' needs an argument", argv[0], argv[optind - 1]);
+			break;
+		default:
+			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
+		}
+	}
+	if (optind == argc)
+		usage_error("%s: missing FILE", argv[0]);
+	if (optind + 1 < argc)
+		usage_error("%s: one FILE only, '%s' is extra", argv[0], argv[optind + 1]);
+	o->file = argv[optind];
+}
+
+/* Open @o->file, or exit 2 with the reader's one-line reason. */
+static struct relstack_reader *open_file(const struct rs_tool_opts *o)
+{
+	char err[512] = "";
+	struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
+	struct relstack_reader *r = relstack_reader__open(o->file, &ro);
+
+	if (!r) {
+		if (err[0])
+			rs_tool_input_error("%s", err);
+		rs_tool_input_error("%s: %s", o->file, relstack_strerror(errno));
+	}
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	struct rs_tool_opts o;
+	struct relstack_reader *r;
+	const char *cmd;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	if (argc < 2)
+		usage_error("missing COMMAND (info, dump or report)");
+	cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		fputs(main_usage, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0) {
+		printf("relstack %s\n", RELSTACK_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "info") == 0) {
+		parse_args(argc - 1, argv + 1, info_usage, false, false, &o);
+		r = open_file(&o);
+		ret = rs_tool_info(r, &o);
+	} else if (strcmp(cmd, "dump") == 0) {
+		parse_args(argc - 1, argv + 1, dump_usage, true, false, &o);
+		r = open_file(&o);
+		ret = rs_tool_records(r, &o, false);
+	} else if (strcmp(cmd, "report") == 0) {
+		parse_args(argc - 1, argv + 1, report_usage, true, true, &o);
+		r = open_file(&o);
+		ret = rs_tool_records(r, &o, true);
+	} else {
+		usage_error("unknown command '%s' (info, dump or report)", cmd);
+		return EXIT_USAGE;
+	}
+	relstack_reader__close(r);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "relstack: standard output: %s\n", strerror(errno));
+		return EXIT_INPUT;
+	}
+	return ret;
+}
