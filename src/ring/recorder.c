@@ -190,6 +190,7 @@ static int schema_put(struct relstack_recorder *rec, unsigned id, const char *na
 	/* seq odd while the schema is written: a crash here leaves it rejected, not torn */
 	atomic_store_explicit((_Atomic uint32_t *)&dst->seq, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
+	dst->hash = s.hash;
 	memcpy((char *)dst + 8, (const char *)&s + 8, sizeof(s) - 8);
 	atomic_store_explicit((_Atomic uint32_t *)&dst->seq, 2, memory_order_release);
 	rec->schema_size[id] = (uint16_t)size;

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Concurrent writers: threads, and signal handlers interrupting writers on their own thread. */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "relstack/relstack.h"
+
+#define THREADS 4
+#define PER_THREAD 20000
+
+static char dir[64], path[128];
+static struct relstack_recorder *rec;
+static int ev;
+static _Atomic unsigned handled;
+static _Atomic bool stop;
+
+struct f {
+	uint32_t thread;
+	uint32_t from_handler;
+	uint64_t seq;
+};
+
+static const struct relstack_event_field fdesc[] = {
+	{ "thread", 0, 4, RELSTACK_FIELD_UNSIGNED },
+	{ "from_handler", 4, 4, RELSTACK_FIELD_UNSIGNED },
+	{ "seq", 8, 8, RELSTACK_FIELD_UNSIGNED },
+};
+
+static uint64_t payload(uint64_t thread, uint64_t seq, unsigned i)
+{
+	return (thread << 56) ^ (seq * 0x9e3779b97f4a7c15ull) ^ i;
+}
+
+static int put(uint32_t thread, uint32_t from_handler, uint64_t seq)
+{
+	uint64_t w[16];
+	struct f f = { thread, from_handler, seq };
+	unsigned n = 1 + (unsigned)(seq % 16);
+
+	for (unsigned i = 0; i < n; i++)
+		w[i] = payload(thread | (uint64_t)from_handler << 4, seq, i);
+	return relstack_recorder__write(rec, (unsigned)ev, w, n, NULL, &f, sizeof(f), 0);
+}
+
+static __thread uint32_t my_thread;
+static __thread uint64_t my_handler_seq;
+
+static void on_usr1(int sig)
+{
+	if (put(my_thread, 1, my_handler_seq++) == 0)
+		atomic_fetch_add(&handled, 1);
+}
+
+static void *writer(void *arg)
+{
+	my_thread = (uint32_t)(uintptr_t)arg;
+	relstack_recorder__thread_init();
+	for (uint64_t s = 0; s < PER_THREAD; s++)
+		assert_int_equal(put(my_thread, 0, s), 0);
+	return NULL;
+}
+
+static pthread_t threads[THREADS];
+
+static void *signaller(void *arg)
+{
+	while (!atomic_load(&stop)) {
+		for (unsigned i = 0; i < THREADS; i++)
+			pthread_kill(threads[i], SIGUSR1);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **state)
+{
+	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	char err[256];
+	struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
+	struct relstack_reader *r;
+	struct relstack_cursor *c;
+	struct relstack_record out;
+	struct relstack_run_info info;
+	uint64_t next[THREADS] = { 0 }, hnext[THREADS] = { 0 }, nh = 0;
+	pthread_t sig;
+
+	strcpy(dir, "/tmp/rs-ringt-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/buf", dir);
+	o.size = 64u << 20; /* big enough that nothing is overwritten */
+	rec = relstack_recorder__open(path, &o);
+	assert_non_null(rec);
+	ev = relstack_recorder__define_event(rec, "t", fdesc, 3, sizeof(struct f));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	for (unsigned i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&threads[i], NULL, writer, (void *)(uintptr_t)i), 0);
+	pthread_create(&sig, NULL, signaller, NULL);
+	for (unsigned i = 0; i < THREADS; i++)
+		pthread_join(threads[i], NULL);
+	atomic_store(&stop, true);
+	pthread_join(sig, NULL);
+	signal(SIGUSR1, SIG_IGN);
+	assert_int_equal(relstack_recorder__close(rec), 0);
+
+	r = relstack_reader__open(path, &ro);
+	assert_non_null(r);
+	assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
+	assert_int_equal(info.skipped, 0);
+	assert_int_equal(info.lost, 0);
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	while (relstack_cursor__next(c, &out) > 0) {
+		int64_t t, h, s;
+
+		relstack_record__field_int(&out, "thread", &t);
+		relstack_record__field_int(&out, "from_handler", &h);
+		relstack_record__field_int(&out, "seq", &s);
+		assert_true(t >= 0 && t < THREADS);
+		for (size_t i = 0; i < out.nwords; i++)
+			assert_true(out.words[i] == payload((uint64_t)t | (uint64_t)h << 4, (uint64_t)s, (unsigned)i));
+		/* per thread, records are in order: positions grow with each record */
+		if (h) {
+			assert_int_equal((uint64_t)s, hnext[t]);
+			hnext[t]++;
+			nh++;
+		} else {
+			assert_int_equal((uint64_t)s, next[t]);
+			next[t]++;
+		}
+	}
+	for (unsigned i = 0; i < THREADS; i++)
+		assert_int_equal(next[i], PER_THREAD);
+	assert_int_equal(nh, atomic_load(&handled));
+	assert_int_equal(info.records, THREADS * PER_THREAD + nh);
+	relstack_cursor__free(c);
+	relstack_reader__close(r);
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_record_of_threads_and_nested_signal_handlers_is_intact),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
