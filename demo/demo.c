@@ -87,7 +87,8 @@ static __attribute__((noinline)) void serve(struct worker *w)
 
 static void *worker_main(void *arg)
 {
-	relstack_recorder__thread_init();
+	relstack_thread_register();        /* its stack range, for the unwinder */
+	relstack_recorder__thread_init();  /* its thread id, read once */
 	serve(arg);
 	return NULL;
 }

@@ -554,7 +554,8 @@ static void json_frame(struct ctx *c, const struct frame *fr, bool first)
 	json_string(stdout, fr->obj->path, sizeof(fr->obj->path));
 	printf(",\"build_id\":\"");
 	print_hex(stdout, fr->obj->build_id, fr->obj->build_id_len);
-	printf("\",\"offset\":\"0x%" PRIx64 "\"", fr->e.offset);
+	printf("\",\"offset\":\"0x%" PRIx64 "\",\"return_address\":%s", fr->e.offset,
+	       fr->return_address ? "true" : "false");
 	if (!c->symbolize) {
 		printf("}");
 		return;
@@ -746,6 +747,13 @@ static int report_object_errors(struct ctx *c)
 		if (c->os.handle[s] < 0)
 			continue;
 		err = rs_symbolizer_object_error(c->sym, c->os.handle[s]);
+		if (!err)
+			continue;
+		/* an object unloaded and loaded again has two slots: say it once */
+		for (unsigned k = 0; k < s && err; k++)
+			if (c->os.handle[k] >= 0 && rs_symbolizer_object_error(c->sym, c->os.handle[k]) &&
+			    strcmp(rs_symbolizer_object_error(c->sym, c->os.handle[k]), err) == 0)
+				err = NULL;
 		if (!err)
 			continue;
 		fprintf(stderr, "relstack: %s\n", err);

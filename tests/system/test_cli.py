@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The relstack command on good and damaged files.
+
+Runs the demo program (which records through a plugin it unloads and
+reloads, then crashes), then checks what `relstack info|dump|report` print
+for the file it left, and that every bad input gets one line naming the
+file, exit status 2 (1 for bad usage), and never a crash.
+
+Usage: test_cli.py RELSTACK DEMO PLUGIN
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+RELSTACK, DEMO, PLUGIN = sys.argv[1:4]
+del sys.argv[1:4]
+
+
+def run(*args, check=None):
+    p = subprocess.run([RELSTACK, *args], capture_output=True, text=True, timeout=120)
+    # a crash of the command itself is never acceptable
+    assert p.returncode >= 0, f"relstack {args} died of signal {-p.returncode}"
+    if check is not None:
+        assert p.returncode == check, f"relstack {args}: status {p.returncode}, stderr {p.stderr!r}"
+    return p
+
+
+class Cli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="relstack-cli-")
+        cls.file = os.path.join(cls.tmp, "demo.rsb")
+        p = subprocess.run([DEMO, cls.file, PLUGIN], capture_output=True, timeout=60)
+        assert p.returncode == -signal.SIGSEGV, f"demo exited {p.returncode}: {p.stderr!r}"
+        with open(cls.file, "rb") as f:
+            cls.data = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def damaged(self, name, data):
+        path = os.path.join(self.tmp, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def expect_input_error(self, args, path, words):
+        p = run(*args, check=2)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn(path, lines[0])
+        for w in words:
+            self.assertIn(w, lines[0].lower())
+
+    # -- good files --
+
+    def test_info_shows_the_plugin_unloaded_and_loaded_again(self):
+        out = run("info", self.file, check=0).stdout
+        plugin = os.path.realpath(PLUGIN)
+        rows = [l for l in out.splitlines() if plugin in l]
+        self.assertEqual(len(rows), 2, out)
+        self.assertTrue(any(" unloaded " in r for r in rows))
+        self.assertTrue(any(" loaded " in r for r in rows))
+        self.assertIn("format: 8-byte words, little-endian", out)
+        self.assertRegex(out, r"counters: \d+ records, 0 lost")
+        self.assertIn("request", out)
+
+    def test_dump_has_object_and_offset_and_no_symbol(self):
+        out = run("dump", self.file, check=0).stdout
+        frames = [l for l in out.splitlines() if l.startswith(" => ")]
+        self.assertTrue(frames)
+        for f in frames:
+            self.assertRegex(f, r"^ => (<[a-z ]+>|\S+\+0x[0-9a-f]+)$")
+        self.assertNotIn("cache_flush", out)
+        self.assertNotIn("plugin_check_quota", out)
+
+    def test_report_names_frames_of_the_unloaded_plugin_and_ends_with_the_crash(self):
+        out = run("report", self.file, check=0).stdout
+        self.assertIn("plugin_check_quota+0x", out)
+        self.assertRegex(out, r"=> plugin_check_quota\+0x[0-9a-f]+/0x[0-9a-f]+ \[librelstack-demo-plugin.so\] \S*plugin.c:\d+")
+        heads = [l for l in out.splitlines() if not l.startswith(" => ")]
+        self.assertIn(" crash ", heads[-1])
+        self.assertIn("async-start", heads[-1])
+        self.assertIn("signo=11(SIGSEGV)", heads[-1])
+        crash = out[out.rindex(heads[-1]):]
+        self.assertIn("cache_flush", crash)
+
+    def test_json_lines_carry_every_required_key(self):
+        out = run("report", "--format", "json", self.file, check=0).stdout
+        recs = [json.loads(l) for l in out.splitlines()]
+        self.assertTrue(recs)
+        for r in recs:
+            for k in ("run", "ts_ns", "tid", "event", "reliable", "reasons", "fields", "frames"):
+                self.assertIn(k, r)
+            for f in r["frames"]:
+                if "marker" in f:
+                    continue
+                if "symbol" in f:
+                    for k in ("object", "build_id", "offset", "symbol", "symoff", "symsize", "file", "line",
+                              "inlined"):
+                        self.assertIn(k, f)
+                else:
+                    self.assertIn("reason", f)
+        reqs = [r for r in recs if r["event"] == "request"]
+        self.assertTrue(reqs)
+        self.assertIn(reqs[0]["fields"]["route"], ("/api/items", "/api/users"))
+
+    def test_names_agree_with_addr2line(self):
+        if not shutil.which("addr2line"):
+            self.skipTest("addr2line not installed")
+        out = run("report", "--format", "json", self.file, check=0).stdout
+        checked = 0
+        for line in out.splitlines():
+            for f in json.loads(line)["frames"]:
+                if "symbol" not in f or "libc.so" in f["object"]:
+                    continue
+                off = int(f["offset"], 16)
+                if f["return_address"]:
+                    off -= 1  # the call instruction, as relstack symbolises it
+                a2l = subprocess.run(["addr2line", "-f", "-i", "-e", f["object"], hex(off)],
+                                     capture_output=True, text=True).stdout.split("\n")
+                names = a2l[0::2]
+                outer = [n for n in names if n][-1]
+                self.assertEqual(outer.split(".")[0], f["symbol"].split(".")[0], f)
+                checked += 1
+        self.assertGreater(checked, 5)
+
+    def test_folded_stacks_count_identical_stacks(self):
+        out = run("report", "--format", "folded", self.file, check=0).stdout
+        total = 0
+        for l in out.splitlines():
+            stack, count = l.rsplit(" ", 1)
+            total += int(count)
+            self.assertNotIn(" ", stack)
+        self.assertGreater(total, 3)
+        self.assertTrue(any(l.startswith("crash;") for l in out.splitlines()))
+
+    def test_filters_select_by_event_thread_and_time(self):
+        out = run("dump", "--event", "crash", self.file, check=0).stdout
+        heads = [l for l in out.splitlines() if not l.startswith(" => ")]
+        self.assertEqual(len(heads), 1)
+        tid = heads[0].split()[2]
+        out = run("dump", "--tid", tid, "--format", "json", self.file, check=0).stdout
+        self.assertTrue(all(json.loads(l)["tid"] == int(tid) for l in out.splitlines()))
+        self.assertEqual(run("dump", "--since", "+100000", self.file, check=0).stdout, "")
+        self.assertEqual(run("dump", "--until", "1970-01-01T00:00:01", self.file, check=0).stdout, "")
+
+    def test_previous_run_survives_a_new_run(self):
+        path = os.path.join(self.tmp, "two-runs.rsb")
+        shutil.copy(self.file, path)
+        p = subprocess.run([DEMO, path, PLUGIN], capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGSEGV)
+        prev = run("report", "--run", "previous", "--event", "crash", path, check=0).stdout
+        self.assertIn("cache_flush", prev)
+        cur = run("info", path, check=0).stdout
+        self.assertIn("generation 2", cur)
+
+    # -- bad usage --
+
+    def test_bad_usage_exits_1(self):
+        for args in ([], ["frobnicate", self.file], ["dump"], ["dump", "--format", "xml", self.file],
+                     ["info", "--tid", "1", self.file], ["dump", "--run", "last", self.file],
+                     ["report", "--symbols", "nofile", self.file], ["dump", self.file, self.file]):
+            p = run(*args)
+            self.assertEqual(p.returncode, 1, (args, p.stderr))
+            self.assertTrue(p.stderr.startswith("relstack: "), p.stderr)
+
+    def test_help_for_every_command(self):
+        self.assertIn("Commands:", run("--help", check=0).stdout)
+        for c in ("info", "dump", "report"):
+            self.assertIn(f"relstack {c}", run(c, "--help", check=0).stdout)
+
+    # -- bad input --
+
+    def test_missing_file(self):
+        path = os.path.join(self.tmp, "absent.rsb")
+        self.expect_input_error(["info", path], path, ["no such file"])
+
+    def test_truncated_file(self):
+        for n in (0, 10, 100, 5000, len(self.data) // 2):
+            path = self.damaged(f"trunc{n}.rsb", self.data[:n])
+            p = run("report", path)
+            self.assertIn(p.returncode, (0, 2), p.stderr)
+            if p.returncode == 2:
+                self.assertIn(path, p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+    def test_not_a_relstack_file(self):
+        path = self.damaged("notours.rsb", b"\x7fELF" + bytes(4092))
+        self.expect_input_error(["info", path], path, [])
+
+    def test_wrong_version(self):
+        # the version follows the 8-byte magic
+        data = bytearray(self.data)
+        v = struct.unpack_from("<I", data, 8)[0]
+        struct.pack_into("<I", data, 8, v + 7)
+        path = self.damaged("version.rsb", bytes(data))
+        self.expect_input_error(["info", path], path, ["version"])
+
+    def test_unknown_event(self):
+        self.expect_input_error(["dump", "--event", "nosuchevent", self.file], self.file, ["nosuchevent"])
+
+    def test_object_file_of_another_build_is_refused_by_name(self):
+        d = tempfile.mkdtemp(dir=self.tmp)
+        plug = os.path.join(d, "librelstack-demo-plugin.so")
+        shutil.copy(PLUGIN, plug)
+        path = os.path.join(d, "f.rsb")
+        p = subprocess.run([DEMO, path, plug], capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGSEGV)
+        nm = subprocess.run(["nm", plug], capture_output=True, text=True).stdout
+        shutil.copy(DEMO, plug)  # another build at the recorded path
+        p = run("report", path, check=2)
+        self.assertNotIn("plugin_check_quota", p.stdout)
+        self.assertIn("(build-id mismatch)", p.stdout)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn(plug, lines[0])
+        self.assertIn("build-id", lines[0])
+        # nm output given for the object names its frames again
+        nmfile = os.path.join(d, "plugin.nm")
+        with open(nmfile, "w") as f:
+            f.write(nm)
+        p = run("report", "--symbols", f"librelstack-demo-plugin.so={nmfile}", path)
+        self.assertIn("plugin_check_quota+0x", p.stdout)
+
+    def test_flipped_bytes_never_crash_the_command(self):
+        import random
+        rnd = random.Random(7)
+        for i in range(60):
+            data = bytearray(self.data)
+            for _ in range(rnd.randint(1, 16)):
+                pos = rnd.randrange(len(data))
+                data[pos] ^= 1 << rnd.randrange(8)
+            path = self.damaged(f"flip{i}.rsb", bytes(data))
+            for cmd in ("info", "dump", "report"):
+                p = run(cmd, "--format" if cmd != "info" else "--run",
+                        "json" if cmd != "info" else "current", path)
+                self.assertIn(p.returncode, (0, 2), (cmd, p.stderr))
+                if p.returncode == 2:
+                    self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
