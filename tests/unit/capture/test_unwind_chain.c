@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The unwinder on real call chains: through the test program, a linked
+ * library and a dlopen'd one (all built with frame pointers), through a
+ * library built without them, from signal handlers on an alternate
+ * stack, and on threads whose stack is not known.
+ *
+ * Chains run on threads of their own: cmocka's runner, which calls the
+ * tests, is built without frame pointers and would make every trace
+ * taken under it unreliable (correctly).  The threads record what they
+ * saw; the assertions run on the test's thread.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capture/objtab-local.h"
+#include "relstack/relstack.h"
+#include "unwind-lib.h"
+
+#ifndef UNWIND_DL_PATH
+#error UNWIND_DL_PATH must name librs_unwind_dl.so
+#endif
+
+#define MAXW 128
+
+/* Exported (the program is linked with -rdynamic) so dladdr names them. */
+void chain_capture_here(void *arg);
+void chain_from_dl(void *arg);
+void chain_start(void *arg);
+void *chain_thread(void *arg);
+void spin_until_signalled(void);
+void nofp_callback(void *arg);
+void handler(int sig, siginfo_t *si, void *uc);
+void *sig_thread(void *arg);
+void capture_from_main(void);
+
+struct trace {
+	uint64_t words[MAXW];
+	int n;
+	struct relstack_verdict v;
+};
+
+struct chain_result {
+	struct trace abs, rel, skip1;
+	uintptr_t entry_fp_seen;
+};
+
+static void (*dl_call)(rs_unwind_cb, void *);
+
+static const char *name_of(uint64_t addr, const char **object)
+{
+	Dl_info di;
+
+	memset(&di, 0, sizeof(di));
+	if (!dladdr((void *)(uintptr_t)addr, &di)) {
+		*object = "";
+		return "";
+	}
+	*object = di.dli_fname ? di.dli_fname : "";
+	return di.dli_sname ? di.dli_sname : "";
+}
+
+__attribute__((noinline)) void chain_capture_here(void *arg)
+{
+	struct chain_result *r = arg;
+
+	r->abs.n = relstack_capture(r->abs.words, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &r->abs.v);
+	r->rel.n = relstack_capture(r->rel.words, MAXW, 0, 0, &r->rel.v);
+	r->skip1.n = relstack_capture(r->skip1.words, MAXW, 1, RELSTACK_CAPTURE_ABSOLUTE, &r->skip1.v);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void chain_from_dl(void *arg)
+{
+	dl_call(chain_capture_here, arg);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void chain_start(void *arg)
+{
+	rs_unwind_fp_call(chain_from_dl, arg);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void *chain_thread(void *arg)
+{
+	if (relstack_thread_register() != 0)
+		return NULL;
+	chain_start(arg);
+	__asm__ volatile("" ::: "memory");
+	return arg;
+}
+
+static void run_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	void *ret;
+
+	assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+}
+
+static const char *const chain_names[] = {
+	"chain_capture_here", "rs_unwind_dl_inner", "rs_unwind_dl_call", "chain_from_dl",
+	"rs_unwind_fp_inner", "rs_unwind_fp_call", "chain_start", "chain_thread",
+};
+
+static void chain_through_linked_and_dlopened_libraries_is_reliable(void **state)
+{
+	static struct chain_result r;
+	const char *obj;
+	size_t k = RS_ARRAY_SIZE(chain_names);
+
+	run_thread(chain_thread, &r);
+	assert_int_equal(r.abs.v.reasons, 0);
+	assert_int_equal(r.abs.n, (int)k + 2); /* the chain, start_thread, END */
+	assert_int_equal(r.abs.v.frames, k + 1);
+	for (size_t i = 0; i < k; i++)
+		assert_string_equal(name_of(r.abs.words[i], &obj), chain_names[i]);
+	name_of(r.abs.words[k], &obj);
+	assert_non_null(strstr(obj, "libc.so")); /* the thread's entry, in the C runtime */
+	assert_true(r.abs.words[k + 1] == RS_NATIVE_END);
+}
+
+static void relative_words_name_the_same_addresses(void **state)
+{
+	static struct chain_result r;
+
+	run_thread(chain_thread, &r);
+	assert_int_equal(r.rel.v.reasons, 0);
+	assert_int_equal(r.rel.n, r.abs.n);
+	assert_true(r.rel.words[r.rel.n - 1] == RS_NATIVE_END);
+	/* word 0 is a different call site in chain_capture_here; the callers are the same */
+	for (int i = 1; i < r.rel.n - 1; i++)
+		assert_true(relstack_word_address(r.rel.words[i]) == r.abs.words[i]);
+	/* the dlopen'd library has a slot of its own: the flag bit is set */
+	assert_true(r.rel.words[1] & RS_NATIVE_FLAG);
+	assert_false(r.rel.words[3] & RS_NATIVE_FLAG); /* chain_from_dl: the main program */
+}
+
+static void skip_drops_the_innermost_frames(void **state)
+{
+	static struct chain_result r;
+	const char *obj;
+
+	run_thread(chain_thread, &r);
+	assert_int_equal(r.skip1.v.reasons, 0);
+	assert_int_equal(r.skip1.n, r.abs.n - 1);
+	assert_string_equal(name_of(r.skip1.words[0], &obj), "rs_unwind_dl_inner");
+}
+
+/* ---- through a library without frame pointers ---- */
+
+struct nofp_case {
+	uintptr_t junk;
+	struct trace t;
+};
+
+__attribute__((noinline)) void nofp_callback(void *arg)
+{
+	struct nofp_case *c = arg;
+
+	c->t.n = relstack_capture(c->t.words, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &c->t.v);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *nofp_thread(void *arg)
+{
+	struct nofp_case *c = arg;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+
+	relstack_thread_register();
+	/* junk chosen relative to this thread's stack */
+	if (c->junk == 1)
+		c->junk = here; /* a real frame further up: the chain even looks right */
+	else if (c->junk == 2)
+		c->junk = here - 4096; /* below the capture: down the stack */
+	else if (c->junk == 3)
+		c->junk = here + 4; /* misaligned */
+	rs_unwind_nofp_call(nofp_callback, c, c->junk);
+	__asm__ volatile("" ::: "memory");
+	return arg;
+}
+
+static void chain_through_function_without_frame_pointer_is_never_reliable(void **state)
+{
+	static const struct {
+		uintptr_t junk;
+		uint32_t also; /* the reason the junk itself causes */
+	} cases[] = {
+		{ 0, 0 },
+		{ 1, 0 },
+		{ 2, RELSTACK_UNRELIABLE_NOT_INCREASING },
+		{ 3, RELSTACK_UNRELIABLE_MISALIGNED },
+		{ 0x5a5a5a5a5a5a5a58ull, RELSTACK_UNRELIABLE_OUTSIDE_STACK },
+	};
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(cases); i++) {
+		static struct nofp_case c;
+		const char *obj;
+
+		memset(&c, 0, sizeof(c));
+		c.junk = cases[i].junk;
+		run_thread(nofp_thread, &c);
+		assert_true(c.t.n >= 2);
+		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
+		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_nofp_call");
+		assert_int_equal(c.t.v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT | cases[i].also);
+		assert_true(c.t.words[c.t.n - 1] != RS_NATIVE_END);
+	}
+}
+
+/* ---- signal handlers ---- */
+
+struct sig_case {
+	bool register_alt;           /* register the thread after installing the alternate stack */
+	uintptr_t alt_lo, alt_hi;
+	_Atomic int spinning, handled;
+	bool on_alt;
+	struct trace cap, ctx;
+};
+
+static struct sig_case *sig_now;
+
+void handler(int sig, siginfo_t *si, void *uc)
+{
+	struct sig_case *c = sig_now;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+
+	c->on_alt = here >= c->alt_lo && here < c->alt_hi;
+	c->cap.n = relstack_capture(c->cap.words, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &c->cap.v);
+	c->ctx.n = relstack_capture_context(uc, c->ctx.words, MAXW, RELSTACK_CAPTURE_ABSOLUTE, &c->ctx.v);
+	atomic_store(&c->handled, 1);
+}
+
+/*
+ * The loop the signal interrupts.  It is a leaf, and GCC gives a leaf that
+ * needs no stack no frame even with -fno-omit-frame-pointer; asking for
+ * the frame address makes it set one up, so the interrupted context has
+ * a frame-pointer chain to its caller.
+ */
+__attribute__((noinline)) void spin_until_signalled(void)
+{
+	__asm__ volatile("" ::"r"(__builtin_frame_address(0)));
+	atomic_store(&sig_now->spinning, 1);
+	while (!atomic_load_explicit(&sig_now->handled, memory_order_relaxed))
+		;
+	__asm__ volatile("" ::: "memory");
+}
+
+void *sig_thread(void *arg)
+{
+	struct sig_case *c = arg;
+	size_t size = 64 * 1024;
+	stack_t ss = { 0 };
+	void *alt;
+
+	if (!c->register_alt)
+		relstack_thread_register();
+	alt = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (alt == MAP_FAILED)
+		return NULL;
+	ss.ss_sp = alt;
+	ss.ss_size = size;
+	sigaltstack(&ss, NULL);
+	c->alt_lo = (uintptr_t)alt;
+	c->alt_hi = (uintptr_t)alt + size;
+	if (c->register_alt)
+		relstack_thread_register();
+	spin_until_signalled();
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+	munmap(alt, size);
+	return arg;
+}
+
+static void signal_on(struct sig_case *c)
+{
+	struct sigaction sa, old;
+	pthread_t t;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+	sig_now = c;
+	assert_int_equal(pthread_create(&t, NULL, sig_thread, c), 0);
+	while (!atomic_load(&c->spinning))
+		sched_yield();
+	assert_int_equal(pthread_kill(t, SIGUSR1), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	sigaction(SIGUSR1, &old, NULL);
+	assert_true(c->on_alt);
+}
+
+static int index_of(const struct trace *t, uint64_t word)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->words[i] == word)
+			return i;
+	return -1;
+}
+
+static void capture_in_handler_on_alternate_stack_crosses_the_signal_frame(void **state)
+{
+	static struct sig_case c;
+	const char *obj;
+	int s;
+
+	memset(&c, 0, sizeof(c));
+	c.register_alt = true;
+	signal_on(&c);
+	assert_int_equal(c.cap.v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
+	assert_string_equal(name_of(c.cap.words[0], &obj), "handler");
+	s = index_of(&c.cap, RS_NATIVE_SIGNAL);
+	assert_int_equal(s, 1);
+	/* the interrupted pc, then its callers on the thread's stack, to the entry */
+	assert_string_equal(name_of(c.cap.words[2], &obj), "spin_until_signalled");
+	assert_string_equal(name_of(c.cap.words[3], &obj), "sig_thread");
+	name_of(c.cap.words[4], &obj);
+	assert_non_null(strstr(obj, "libc.so"));
+	assert_int_equal(c.cap.n, 5);
+}
+
+static void context_capture_in_handler_starts_at_the_interrupted_pc(void **state)
+{
+	static struct sig_case c;
+	const char *obj;
+
+	memset(&c, 0, sizeof(c));
+	c.register_alt = true;
+	signal_on(&c);
+	assert_int_equal(c.ctx.v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
+	assert_string_equal(name_of(c.ctx.words[0], &obj), "spin_until_signalled");
+	assert_string_equal(name_of(c.ctx.words[1], &obj), "sig_thread");
+	assert_int_equal(index_of(&c.ctx, RS_NATIVE_SIGNAL), -1);
+	assert_int_equal(c.ctx.n, 3); /* no END: not reliable */
+}
+
+static void capture_on_unregistered_alternate_stack_reads_nothing(void **state)
+{
+	static struct sig_case c;
+
+	memset(&c, 0, sizeof(c));
+	c.register_alt = false; /* registered before the alternate stack existed */
+	signal_on(&c);
+	assert_int_equal(c.cap.v.reasons, RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+	assert_int_equal(c.cap.n, 0);
+	/* the ucontext names the alternate stack; the interrupted frames are on the known stack */
+	assert_int_equal(c.ctx.v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
+	assert_int_equal(c.ctx.n, 3);
+}
+
+/* ---- threads whose stack is not known ---- */
+
+static void *unregistered_thread(void *arg)
+{
+	struct trace *t = arg;
+
+	t->n = relstack_capture(t->words, MAXW, 0, 0, &t->v);
+	return arg;
+}
+
+static void capture_on_unregistered_thread_is_outside_stack_with_no_words(void **state)
+{
+	static struct trace t;
+
+	run_thread(unregistered_thread, &t);
+	assert_int_equal(t.n, 0);
+	assert_int_equal(t.v.reasons, RELSTACK_UNRELIABLE_OUTSIDE_STACK);
+}
+
+/* ---- the main thread, captured before cmocka's runner is on the stack ---- */
+
+static struct trace main_trace;
+
+__attribute__((noinline)) void capture_from_main(void)
+{
+	main_trace.n = relstack_capture(main_trace.words, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &main_trace.v);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void main_thread_capture_ends_at_the_c_runtime_entry(void **state)
+{
+	const char *obj;
+
+	assert_int_equal(main_trace.v.reasons, 0);
+	assert_int_equal(main_trace.n, 4); /* capture_from_main, main, __libc_start_call_main, END */
+	assert_string_equal(name_of(main_trace.words[0], &obj), "capture_from_main");
+	assert_string_equal(name_of(main_trace.words[1], &obj), "main");
+	name_of(main_trace.words[2], &obj);
+	assert_non_null(strstr(obj, "libc.so"));
+	assert_true(main_trace.words[3] == RS_NATIVE_END);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(main_thread_capture_ends_at_the_c_runtime_entry),
+		cmocka_unit_test(chain_through_linked_and_dlopened_libraries_is_reliable),
+		cmocka_unit_test(relative_words_name_the_same_addresses),
+		cmocka_unit_test(skip_drops_the_innermost_frames),
+		cmocka_unit_test(chain_through_function_without_frame_pointer_is_never_reliable),
+		cmocka_unit_test(capture_in_handler_on_alternate_stack_crosses_the_signal_frame),
+		cmocka_unit_test(context_capture_in_handler_starts_at_the_interrupted_pc),
+		cmocka_unit_test(capture_on_unregistered_alternate_stack_reads_nothing),
+		cmocka_unit_test(capture_on_unregistered_thread_is_outside_stack_with_no_words),
+	};
+	void *h = dlopen(UNWIND_DL_PATH, RTLD_NOW | RTLD_LOCAL);
+	void *sym;
+
+	if (!h) {
+		fprintf(stderr, "dlopen %s: %s\n", UNWIND_DL_PATH, dlerror());
+		return 1;
+	}
+	sym = dlsym(h, "rs_unwind_dl_call");
+	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
+	relstack_objtab_refresh();
+	capture_from_main();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
