@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Captures on many threads at once, while another thread dlopens and
+ * dlcloses plugins and re-scans the object table: every capture of the
+ * chain gets the same verdict and names the same frames as the thread's
+ * first one, and that verdict is "reliable".
+ *
+ * Under ThreadSanitizer the program carries the sanitizer's runtime,
+ * built without frame pointers, and each thread starts in it
+ * (__tsan_thread_start_func): the program is then, correctly, an object
+ * without frame pointers, and the verdict must say so.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "relstack/relstack.h"
+#include "unwind-lib.h"
+
+#ifndef UNWIND_DL_PATH
+#error UNWIND_DL_PATH must name librs_unwind_dl.so
+#endif
+#ifndef PLUGIN_DIR
+#error PLUGIN_DIR must name the directory of the test plugins
+#endif
+
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+#define THREADS 8
+#define CAPTURES 2000
+#define MAXW 64
+
+static void (*dl_call)(rs_unwind_cb, void *);
+static _Atomic int stop;
+static _Atomic unsigned loads; /* dlopen/dlclose cycles done by the churn thread */
+
+struct worker {
+	unsigned mismatched, captures;
+	int first_n;
+	uint32_t first_reasons;
+	uint64_t first[MAXW];
+	uintptr_t first_abs[MAXW];
+	uint32_t reasons_seen;
+	unsigned rel_addr_mismatch;
+};
+
+void threads_capture(void *arg);
+
+__attribute__((unused)) static uint64_t end_word(void)
+{
+	struct relstack_format f;
+
+	relstack_format_native(&f);
+	return relstack_word_marker(&f, RELSTACK_MARKER_END);
+}
+void threads_from_dl(void *arg);
+
+__attribute__((noinline)) void threads_capture(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t words[MAXW], abs[MAXW];
+	struct relstack_verdict v, va;
+	int n, na;
+
+	n = relstack_capture(words, MAXW, 0, 0, &v);
+	na = relstack_capture(abs, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &va);
+	w->captures++;
+	w->reasons_seen |= v.reasons | va.reasons;
+	if (w->captures == 1) {
+		w->first_n = n;
+		w->first_reasons = v.reasons;
+		memcpy(w->first, words, sizeof(words[0]) * (size_t)n);
+	} else if (n != w->first_n || v.reasons != w->first_reasons ||
+		   memcmp(words, w->first, sizeof(words[0]) * (size_t)n)) {
+		w->mismatched++;
+	}
+	if (n != na || v.reasons != va.reasons)
+		w->mismatched++;
+	/* words after the first (two call sites differ) name the absolute addresses */
+	for (int i = 1; i < n - 1; i++)
+		if (relstack_word_address(words[i]) != abs[i])
+			w->rel_addr_mismatch++;
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void threads_from_dl(void *arg)
+{
+	dl_call(threads_capture, arg);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *worker_main(void *arg)
+{
+	relstack_thread_register();
+	while (!atomic_load(&loads)) /* start once the table has changed at least once */
+		sched_yield();
+	for (unsigned i = 0; i < CAPTURES; i++)
+		rs_unwind_fp_call(threads_from_dl, arg);
+	__asm__ volatile("" ::: "memory");
+	return arg;
+}
+
+static void *churn_main(void *arg)
+{
+	static const char *const names[] = { "a", "b", "c", "d" };
+
+	while (!atomic_load(&stop)) {
+		for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			char path[4096];
+			void *h;
+
+			snprintf(path, sizeof(path), "%s/librs_plugin_%s.so", PLUGIN_DIR, names[i]);
+			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+			if (!h)
+				continue;
+			relstack_objtab_refresh();
+			dlclose(h);
+			relstack_objtab_refresh();
+			atomic_fetch_add(&loads, 1);
+		}
+	}
+	return arg;
+}
+
+static void many_threads_get_the_same_verdict_and_frames_while_objects_come_and_go(void **state)
+{
+	static struct worker w[THREADS];
+	pthread_t t[THREADS], churn;
+
+	assert_int_equal(pthread_create(&churn, NULL, churn_main, NULL), 0);
+	for (unsigned i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	for (unsigned i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	atomic_store(&stop, 1);
+	assert_int_equal(pthread_join(churn, NULL), 0);
+
+	for (unsigned i = 0; i < THREADS; i++) {
+		assert_int_equal(w[i].captures, CAPTURES);
+		assert_int_equal(w[i].mismatched, 0);
+		assert_int_equal(w[i].rel_addr_mismatch, 0);
+#ifdef UNDER_TSAN
+		assert_true(w[i].first_reasons & RELSTACK_UNRELIABLE_NO_FP_OBJECT);
+		assert_false(w[i].first_reasons & (RELSTACK_UNRELIABLE_UNKNOWN_TEXT | RELSTACK_UNRELIABLE_TRUNCATED |
+						   RELSTACK_UNRELIABLE_SIGNAL_FRAME));
+#else
+		assert_int_equal(w[i].reasons_seen, 0);
+		/* threads_capture, dl inner, dl call, threads_from_dl, fp inner, fp call, worker_main, entry, END */
+		assert_int_equal(w[i].first_n, 9);
+		assert_true(w[i].first[8] == end_word());
+#endif
+	}
+	assert_true(atomic_load(&loads) > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(many_threads_get_the_same_verdict_and_frames_while_objects_come_and_go),
+	};
+	void *h = dlopen(UNWIND_DL_PATH, RTLD_NOW | RTLD_LOCAL);
+	void *sym;
+
+	if (!h) {
+		fprintf(stderr, "dlopen %s: %s\n", UNWIND_DL_PATH, dlerror());
+		return 1;
+	}
+	sym = dlsym(h, "rs_unwind_dl_call");
+	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
+	relstack_objtab_refresh();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
