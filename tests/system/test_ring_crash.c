@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A writer killed at any instant: a forked process with two writing threads
+ * gets SIGKILL at a random moment, many times over.  After each kill the
+ * reader must return every record whose write call returned (per thread, a
+ * contiguous run of sequence numbers ending at the last acknowledged one,
+ * or one later if that write completed but was not yet acknowledged), with
+ * its payload intact, and must skip and count the partial ones: at most one
+ * per thread.  Each kill starts a new run in the same file, so the previous
+ * run (killed the same way) must still be there and intact.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "relstack/relstack.h"
+
+#define KILLS 300
+#define WRITERS 2
+
+struct progress {
+	_Atomic uint64_t started[WRITERS];   /* seq + 1 of the write in progress or last begun */
+	_Atomic uint64_t committed[WRITERS]; /* seq + 1 of the last write that returned */
+	_Atomic int ready;
+};
+
+struct fields {
+	uint32_t thread;
+	uint32_t n;
+	uint64_t seq;
+};
+
+static const struct relstack_event_field desc[] = {
+	{ "thread", 0, 4, RELSTACK_FIELD_UNSIGNED },
+	{ "n", 4, 4, RELSTACK_FIELD_UNSIGNED },
+	{ "seq", 8, 8, RELSTACK_FIELD_UNSIGNED },
+};
+
+static struct progress *prog;
+static struct relstack_recorder *rec;
+static int ev;
+static char paths[2][128]; /* one file per mode: a file keeps the geometry it was made with */
+static const char *path;
+
+static uint64_t payload(uint32_t thread, uint64_t seq, unsigned i)
+{
+	return ((uint64_t)thread << 60) ^ ((seq + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i << 32) ^ i;
+}
+
+static void *writer(void *arg)
+{
+	uint32_t t = (uint32_t)(uintptr_t)arg;
+	uint64_t w[48];
+
+	relstack_recorder__thread_init();
+	for (uint64_t seq = 0;; seq++) {
+		struct fields f = { t, (uint32_t)(1 + seq % 48), seq };
+		int ret;
+
+		for (unsigned i = 0; i < f.n; i++)
+			w[i] = payload(t, seq, i);
+		atomic_store(&prog->started[t], seq + 1);
+		ret = relstack_recorder__write(rec, (unsigned)ev, w, f.n, NULL, &f, sizeof(f), 0);
+		if (ret == 0)
+			atomic_store(&prog->committed[t], seq + 1);
+		if (seq == 64)
+			atomic_fetch_add(&prog->ready, 1);
+	}
+	return NULL;
+}
+
+static void child(enum relstack_recorder_mode mode)
+{
+	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
+	pthread_t th[WRITERS];
+
+	/* overwrite: small, so runs wrap; stop: large, so most runs keep everything */
+	o.size = mode == RELSTACK_MODE_STOP ? 16u << 20 : 256u << 10;
+	o.mode = mode;
+	rec = relstack_recorder__open(path, &o);
+	if (!rec)
+		_exit(2);
+	ev = relstack_recorder__define_event(rec, "seq", desc, 3, sizeof(struct fields));
+	for (unsigned i = 0; i < WRITERS; i++)
+		pthread_create(&th[i], NULL, writer, (void *)(uintptr_t)i);
+	for (;;)
+		pause();
+}
+
+struct tally {
+	uint64_t verified, skipped, partial_in_flight, runs_checked, overwritten_runs, stop_full_runs, evicted,
+		complete_runs;
+};
+
+/* Checks one run; @committed/@started are NULL for the previous run (its kill is long past). */
+static void check_run(struct relstack_reader *r, enum relstack_run_which which, const uint64_t *committed,
+		      const uint64_t *started, struct tally *tl)
+{
+	struct relstack_run_info info;
+	struct relstack_cursor *c;
+	struct relstack_record rec_;
+	uint64_t first[WRITERS], last[WRITERS], count[WRITERS] = { 0 };
+
+	assert_int_equal(relstack_reader__run_info(r, which, &info), 0);
+	assert_int_equal(info.state, RELSTACK_RUN_ACTIVE); /* killed, never closed */
+	assert_true(info.skipped <= WRITERS);
+	c = relstack_reader__records(r, which);
+	assert_non_null(c);
+	while (relstack_cursor__next(c, &rec_) > 0) {
+		int64_t t, n, seq;
+
+		assert_int_equal(relstack_record__field_int(&rec_, "thread", &t), 0);
+		assert_int_equal(relstack_record__field_int(&rec_, "n", &n), 0);
+		assert_int_equal(relstack_record__field_int(&rec_, "seq", &seq), 0);
+		assert_true(t >= 0 && t < WRITERS);
+		assert_int_equal(rec_.nwords, (size_t)n);
+		for (size_t i = 0; i < rec_.nwords; i++)
+			if (rec_.words[i] != payload((uint32_t)t, (uint64_t)seq, (unsigned)i))
+				fail_msg("thread %d seq %lld word %zu: a damaged record was accepted", (int)t,
+					 (long long)seq, i);
+		if (count[t] == 0)
+			first[t] = (uint64_t)seq;
+		else if ((uint64_t)seq != last[t] + 1)
+			fail_msg("thread %d: seq %lld follows %llu: a committed record is missing", (int)t,
+				 (long long)seq, (unsigned long long)last[t]);
+		last[t] = (uint64_t)seq;
+		count[t]++;
+	}
+	relstack_cursor__free(c);
+	for (unsigned t = 0; t < WRITERS; t++) {
+		if (info.mode == RELSTACK_MODE_STOP || info.written <= info.ring_size) {
+			/* nothing overwritten: the run starts at seq 0 */
+			if (count[t])
+				assert_int_equal(first[t], 0);
+		}
+		if (!committed)
+			continue;
+		if (info.mode == RELSTACK_MODE_STOP && info.lost) {
+			/* full: the thread's last records were refused; what is there is a prefix */
+			tl->stop_full_runs++;
+			continue;
+		}
+		if (count[t] == 0 && info.mode == RELSTACK_MODE_OVERWRITE && info.written > info.ring_size) {
+			/*
+			 * The thread's current chunk was overwritten: it was descheduled for a
+			 * whole lap of the ring while the other thread wrote.  Its records are all
+			 * older by position than the oldest kept, so all went, never some.
+			 */
+			tl->evicted++;
+			continue;
+		}
+		if (info.mode == RELSTACK_MODE_STOP)
+			tl->complete_runs++; /* nothing lost, nothing overwritten: seq 0 .. last, all of them */
+		/* every acknowledged record is there; the one in flight may be */
+		assert_true(count[t] > 0);
+		if (last[t] + 1 < committed[t])
+			fail_msg("thread %u: last recovered seq %llu, but %llu were acknowledged", t,
+				 (unsigned long long)last[t], (unsigned long long)committed[t]);
+		assert_true(last[t] + 1 <= started[t]);
+		if (started[t] > committed[t] && last[t] + 1 < started[t])
+			tl->partial_in_flight++;
+	}
+	if (info.written > info.ring_size && info.mode == RELSTACK_MODE_OVERWRITE)
+		tl->overwritten_runs++;
+	tl->verified += count[0] + count[1];
+	tl->skipped += info.skipped;
+	tl->runs_checked++;
+}
+
+static void killed_writers_lose_no_committed_record_and_never_leave_a_partial_one_readable(void **state)
+{
+	char dir[64] = "/tmp/rs-crash-XXXXXX";
+	struct tally tl = { 0 };
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(paths[0], sizeof(paths[0]), "%s/overwrite", dir);
+	snprintf(paths[1], sizeof(paths[1]), "%s/stop", dir);
+	prog = mmap(NULL, sizeof(*prog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(prog != MAP_FAILED);
+	printf("# seed %u\n", seed);
+	srand(seed);
+
+	for (unsigned k = 0; k < KILLS; k++) {
+		enum relstack_recorder_mode mode = k % 3 == 2 ? RELSTACK_MODE_STOP : RELSTACK_MODE_OVERWRITE;
+		uint64_t committed[WRITERS], started[WRITERS];
+		struct relstack_reader *r;
+		char err[256];
+		struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
+		struct timespec ts = { 0, (long)(rand() % 3000) * 1000 };
+		int status;
+		pid_t pid;
+
+		path = paths[mode == RELSTACK_MODE_STOP];
+		memset(prog, 0, sizeof(*prog));
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			child(mode);
+		while (atomic_load(&prog->ready) < WRITERS) {
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				fail_msg("writer exited early, status %d", status);
+			sched_yield();
+		}
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		for (unsigned t = 0; t < WRITERS; t++) {
+			committed[t] = atomic_load(&prog->committed[t]);
+			started[t] = atomic_load(&prog->started[t]);
+		}
+		r = relstack_reader__open(path, &ro);
+		if (!r)
+			fail_msg("kill %u: %s", k, err);
+		/* the first kill of each file leaves one run, later ones the run before it too */
+		assert_int_equal(relstack_reader__run_count(r), k == 0 || k == 2 ? 1 : 2);
+		check_run(r, RELSTACK_RUN_CURRENT, committed, started, &tl);
+		if (k != 0 && k != 2)
+			check_run(r, RELSTACK_RUN_PREVIOUS, NULL, NULL, &tl);
+		relstack_reader__close(r);
+	}
+	printf("# kills: %u, runs checked: %llu, records verified: %llu, partial records skipped: %llu, "
+	       "writes in flight not recovered: %llu, overwritten runs: %llu, full stop-mode runs: %llu, "
+	       "writers overwritten whole: %llu, complete stop-mode writer runs: %llu\n",
+	       KILLS, (unsigned long long)tl.runs_checked, (unsigned long long)tl.verified,
+	       (unsigned long long)tl.skipped, (unsigned long long)tl.partial_in_flight,
+	       (unsigned long long)tl.overwritten_runs, (unsigned long long)tl.stop_full_runs,
+	       (unsigned long long)tl.evicted, (unsigned long long)tl.complete_runs);
+	/* the kills did land inside writes, and the runs did wrap: the test tested something */
+	assert_true(tl.partial_in_flight > 0);
+	assert_true(tl.skipped > 0);
+	assert_true(tl.overwritten_runs > 0);
+	unlink(paths[0]);
+	unlink(paths[1]);
+	rmdir(dir);
+	munmap(prog, sizeof(*prog));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(killed_writers_lose_no_committed_record_and_never_leave_a_partial_one_readable),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
