@@ -659,7 +659,7 @@ static void resolve(struct rs_symbolizer *s, struct object *o)
 		src->err = -RELSTACK_ENOSYMBOLS;
 		return;
 	}
-	if (!(obj->flags & RELSTACK_OBJECT_VDSO) && obj->path[0] == '/')
+	if (!(obj->flags & RELSTACK_OBJECT_VDSO) && obj->path[0] && obj->path[0] != '[')
 		try_path(&r, obj->path, false, 0);
 	for (size_t i = 0; i < s->n_debug_dirs && !done(&r); i++)
 		try_build_id(&r, s->debug_dirs[i]);
@@ -789,4 +789,53 @@ int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs
 	out->size_exact = hit.sized;
 	out->source = src->names_from;
 	return 0;
+}
+
+int rs_object_from_file(const char *path, struct relstack_object *out)
+{
+	const void *bid = NULL;
+	ssize_t bid_len;
+	size_t n;
+	Elf *elf;
+	int fd, err = 0;
+
+	if (strlen(path) >= sizeof(out->path))
+		return -ENAMETOOLONG;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	memset(out, 0, sizeof(*out));
+	out->state = RELSTACK_OBJECT_LOADED;
+	out->base = RELSTACK_BASE_LOAD_BIAS;
+	strcpy(out->path, path);
+	bid_len = dwelf_elf_gnu_build_id(elf, &bid);
+	if (bid_len > 0) {
+		n = (size_t)bid_len < RELSTACK_BUILD_ID_MAX ? (size_t)bid_len : RELSTACK_BUILD_ID_MAX;
+		memcpy(out->build_id, bid, n);
+		out->build_id_len = (uint32_t)n;
+	}
+	if (elf_getphdrnum(elf, &n) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+				out->text_vaddr = ph.p_vaddr;
+				out->text_offset = ph.p_offset;
+				out->text_size = ph.p_memsz;
+				break;
+			}
+		}
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err;
 }

@@ -138,4 +138,12 @@ int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs
  */
 const char *rs_symbolizer_object_error(struct rs_symbolizer *s, int handle);
 
+/*
+ * Fill @out as the object table would record the ELF file at @path: its
+ * path, build-id and executable segment, base RELSTACK_BASE_LOAD_BIAS.
+ * For tools and tests that symbolize files rather than recorded traces.
+ * Returns 0 or -errno (-ENOEXEC: not ELF).
+ */
+int rs_object_from_file(const char *path, struct relstack_object *out);
+
 #endif

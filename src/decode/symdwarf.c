@@ -21,6 +21,7 @@
  * ends on any input).  The DIE walk is bounded in depth.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,11 @@ struct unit {
 	Dwarf_Die die;
 	struct scopes *scopes;  /* NULL until the first inline query */
 	bool scopes_failed;
+	bool files_read;
+	Dwarf_Files *files;
+	size_t nfiles;
+	char **paths;           /* file names joined to the unit's directory, by file index */
+	const char *comp_dir;
 };
 
 struct rs_symdwarf {
@@ -165,8 +171,12 @@ void rs_symdwarf_free(struct rs_symdwarf *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->nunits; i++)
+	for (size_t i = 0; i < d->nunits; i++) {
 		scopes_free(d->units[i].scopes);
+		for (size_t k = 0; d->units[i].paths && k < d->units[i].nfiles; k++)
+			free(d->units[i].paths[k]);
+		free(d->units[i].paths);
+	}
 	free(d->units);
 	free(d->ur);
 	dwarf_end(d->dw);
@@ -193,10 +203,51 @@ static struct unit *unit_of(struct rs_symdwarf *d, uint64_t addr)
 	return NULL;
 }
 
+/*
+ * File @idx of unit @u as a path: relative names are joined to the unit's
+ * compilation directory, as addr2line and llvm-symbolizer print them.
+ * Joined once per file and kept.
+ */
+static const char *unit_file(struct unit *u, size_t idx)
+{
+	const char *name;
+	char *p;
+
+	if (!u->files_read) {
+		Dwarf_Attribute a;
+
+		u->files_read = true;
+		if (dwarf_getsrcfiles(&u->die, &u->files, &u->nfiles) != 0) {
+			u->files = NULL;
+			u->nfiles = 0;
+		}
+		if (u->nfiles)
+			u->paths = calloc(u->nfiles, sizeof(*u->paths));
+		if (!u->paths)
+			u->nfiles = 0;
+		u->comp_dir = dwarf_attr(&u->die, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
+	}
+	if (idx >= u->nfiles)
+		return NULL;
+	if (u->paths[idx])
+		return u->paths[idx];
+	name = dwarf_filesrc(u->files, idx, NULL, NULL);
+	if (!name)
+		return NULL;
+	if (name[0] == '/' || !u->comp_dir || !u->comp_dir[0])
+		p = strdup(name);
+	else if (asprintf(&p, "%s/%s", u->comp_dir, name) < 0)
+		p = NULL;
+	u->paths[idx] = p;
+	return p ? p : name;
+}
+
 int rs_symdwarf_line(struct rs_symdwarf *d, uint64_t addr, struct rs_dwloc *loc)
 {
 	struct unit *u = unit_of(d, addr);
+	Dwarf_Files *files;
 	Dwarf_Line *line;
+	size_t idx;
 	int n = 0, col = 0;
 
 	if (!u)
@@ -204,7 +255,13 @@ int rs_symdwarf_line(struct rs_symdwarf *d, uint64_t addr, struct rs_dwloc *loc)
 	line = dwarf_getsrc_die(&u->die, addr);
 	if (!line)
 		return -ENOENT;
-	loc->file = dwarf_linesrc(line, NULL, NULL);
+	loc->file = NULL;
+	if (dwarf_line_file(line, &files, &idx) == 0 && !u->files_read)
+		(void)unit_file(u, 0);
+	if (u->files == files)
+		loc->file = unit_file(u, idx);
+	if (!loc->file)
+		loc->file = dwarf_linesrc(line, NULL, NULL);
 	if (dwarf_lineno(line, &n) != 0)
 		n = 0;
 	if (dwarf_linecol(line, &col) != 0)
@@ -254,8 +311,7 @@ static unsigned udata(Dwarf_Die *die, unsigned at)
 struct builder {
 	struct scopes *sc;
 	size_t scap, rcap;
-	Dwarf_Files *files;
-	size_t nfiles;
+	struct unit *unit;
 };
 
 static int add_scope(struct builder *b, Dwarf_Die *die, int tag, int32_t parent, int32_t *idx)
@@ -306,7 +362,7 @@ static int add_scope(struct builder *b, Dwarf_Die *die, int tag, int32_t parent,
 	if (s->inlined) {
 		unsigned f = udata(die, DW_AT_call_file);
 
-		s->call.file = b->files && f < b->nfiles ? dwarf_filesrc(b->files, f, NULL, NULL) : NULL;
+		s->call.file = unit_file(b->unit, f);
 		s->call.line = udata(die, DW_AT_call_line);
 		s->call.column = udata(die, DW_AT_call_column);
 	}
@@ -333,10 +389,7 @@ static struct scopes *build_scopes(struct unit *u)
 	b.sc = calloc(1, sizeof(*b.sc));
 	if (!b.sc)
 		return NULL;
-	if (dwarf_getsrcfiles(&u->die, &b.files, &b.nfiles) != 0) {
-		b.files = NULL;
-		b.nfiles = 0;
-	}
+	b.unit = u;
 	/* iterative pre-order walk: stack[depth] is the current DIE at that level */
 	if (dwarf_child(&u->die, &stack[0]) != 0)
 		goto done;

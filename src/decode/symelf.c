@@ -57,26 +57,6 @@ bool rs_symelf_has_dwarf(Elf *elf)
 	return false;
 }
 
-int rs_symelf_text_range(Elf *elf, uint64_t *lo, uint64_t *end)
-{
-	size_t n;
-
-	if (elf_getphdrnum(elf, &n) < 0)
-		return -ENOENT;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			continue;
-		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
-			*lo = ph.p_vaddr;
-			*end = ph.p_vaddr + ph.p_memsz < ph.p_vaddr ? UINT64_MAX : ph.p_vaddr + ph.p_memsz;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 static Elf_Data *section_data(Elf_Scn *scn, GElf_Shdr *shdr)
 {
 	if ((shdr->sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)

@@ -18,7 +18,7 @@
  *
  * Aliases (several symbols at one address) collapse into one entry: the
  * sized one, then the function, then global over weak over local, then
- * the first seen.  Unsized symbols (nm files without -S, some assembly)
+ * the name without a symbol version, then the first seen.  Unsized symbols (nm files without -S, some assembly)
  * extend to the next symbol.  Symbols may nest (a sized function with a
  * label inside it); parent[] links each entry to the nearest earlier one
  * whose range covers its start, so a lookup that lands past the end of the
@@ -91,7 +91,8 @@ int rs_symindex_add(struct rs_symindex *ix, uint64_t addr, uint64_t size, const 
 	e->size = size;
 	e->name = (uint32_t)ix->pool_len;
 	e->parent = (int32_t)ix->n; /* insertion order until sealed: the tie-breaker */
-	e->rank = (uint8_t)rank;
+	/* between equals, a plain name beats a versioned one ("fopen@@GLIBC_2.2.5") */
+	e->rank = (uint8_t)(rank << 1 | !memchr(name, '@', name_len));
 	e->sized = size != 0;
 	ix->addr[ix->n] = addr;
 	ix->n++;

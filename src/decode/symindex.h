@@ -25,7 +25,7 @@ struct rs_symentry {
 	uint64_t size;     /* bytes; after sealing, implied from the next symbol if unknown */
 	uint32_t name;     /* offset in the string pool */
 	int32_t parent;    /* nearest earlier entry whose range covers this one's start, or -1 */
-	uint8_t rank;      /* enum rs_symrank, plus 4 when the type is a function */
+	uint8_t rank;      /* (rs_symrank + 4 for a function) << 1, + 1 for an unversioned name */
 	uint8_t sized;     /* size came from the source */
 	uint8_t pad[6];
 };

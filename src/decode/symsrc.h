@@ -51,9 +51,6 @@ int rs_symelf_load(Elf *elf, unsigned sh_type, struct rs_symindex *ix);
 bool rs_symelf_has_type(Elf *elf, unsigned sh_type);
 bool rs_symelf_has_dwarf(Elf *elf);
 
-/* Lowest address and end of @elf's executable PT_LOAD, for an index bound. */
-int rs_symelf_text_range(Elf *elf, uint64_t *lo, uint64_t *end);
-
 /* ---- DWARF ---- */
 
 struct rs_symdwarf;

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Symbolization throughput against addr2line, eu-addr2line and
+ * llvm-symbolizer-14, all measured in this run on the same addresses.
+ *
+ * For each target, 100,000 addresses are sampled inside functions: a
+ * function drawn uniformly from `nm -n -S --defined-only` (types t T w W i,
+ * size > 0), then an offset drawn uniformly inside it, from a fixed seed.
+ * Every tool, relstack included, runs as its own process that reads the
+ * hex addresses on stdin and writes its answers to /dev/null, so start-up,
+ * parsing, loading and output are counted for all alike.  Wall time is the
+ * best of a few runs (one run for tools slower than a few seconds); peak
+ * RSS is the child's ru_maxrss.
+ *
+ *   bench_symbolize [BIGPROG BIGPROG_SYMTAB]   run the benchmark
+ *   bench_symbolize run [-n|-l|-i] [-d DIR] -e OBJ   symbolize stdin (the relstack tool)
+ *
+ * Prints `<name>: <value> <unit>` and `<name>: ratio <x> vs <peer>` with
+ * x = relstack's cost / the peer's = peer rate / relstack rate.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "decode/symbolize.h"
+
+#define NADDR 100000
+#define SLOW_SECONDS 3.0
+
+/* ---- the relstack tool ---- */
+
+static int run_tool(int argc, char **argv)
+{
+	struct rs_symbolizer_opts o = { .sz = sizeof(o), .lines = true };
+	const char *obj_path = NULL, *dirs[16];
+	struct relstack_object obj;
+	struct rs_symbolizer *s;
+	static char out[1 << 16];
+	size_t used = 0;
+	char line[256];
+	int h, opt, err;
+
+	while ((opt = getopt(argc, argv, "nlid:e:")) != -1) {
+		switch (opt) {
+		case 'n': o.lines = false; break;
+		case 'l': o.lines = true; break;
+		case 'i': o.inlines = true; break;
+		case 'd':
+			if (o.n_debug_dirs < 16)
+				dirs[o.n_debug_dirs++] = optarg;
+			break;
+		case 'e': obj_path = optarg; break;
+		default: return 2;
+		}
+	}
+	o.debug_dirs = dirs;
+	if (!obj_path)
+		return 2;
+	err = rs_object_from_file(obj_path, &obj);
+	if (err) {
+		fprintf(stderr, "bench_symbolize: %s: %s\n", obj_path, strerror(-err));
+		return 1;
+	}
+	s = rs_symbolizer_new(&o);
+	if (!s)
+		return 1;
+	h = rs_symbolizer_object(s, &obj);
+	if (h < 0 || rs_symbolizer_load(s, h) < 0) {
+		fprintf(stderr, "bench_symbolize: %s\n", rs_symbolizer_object_error(s, h));
+		rs_symbolizer_free(s);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), stdin)) {
+		uint64_t addr = strtoull(line, NULL, 16);
+		struct rs_sym sym;
+		int n;
+
+		if (used > sizeof(out) - 1024) {
+			fwrite(out, 1, used, stdout);
+			used = 0;
+		}
+		if (rs_symbolize(s, h, addr, &sym) == 0)
+			n = snprintf(out + used, 512, "%.400s+0x%llx\n", sym.name, (unsigned long long)sym.symoff);
+		else
+			n = snprintf(out + used, 512, "?? (%s)\n", rs_sym_reason_str(sym.reason));
+		used += (size_t)n;
+		if (o.lines) {
+			for (unsigned k = 0; k < sym.n_inlined; k++) {
+				n = snprintf(out + used, 512, "%.200s (inlined) %.200s:%u\n",
+					     sym.inlined[k].name ? sym.inlined[k].name : "??",
+					     sym.inlined[k].file ? sym.inlined[k].file : "??", sym.inlined[k].line);
+				used += (size_t)n;
+				if (used > sizeof(out) - 1024) {
+					fwrite(out, 1, used, stdout);
+					used = 0;
+				}
+			}
+			n = snprintf(out + used, 512, "%.400s:%u\n", sym.file ? sym.file : "??", sym.line);
+			used += (size_t)n;
+		}
+	}
+	fwrite(out, 1, used, stdout);
+	rs_symbolizer_free(s);
+	return 0;
+}
+
+/* ---- sampling ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_rand(void)
+{
+	/* xorshift64*: fixed seed, same addresses on every run */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+
+struct fn {
+	uint64_t addr, size;
+};
+
+/* Sample NADDR addresses inside the functions nm lists for @nm_target into @out_path. */
+static int sample(const char *nm_target, const char *out_path)
+{
+	char cmd[4096], line[4096];
+	struct fn *fns = NULL;
+	size_t n = 0, cap = 0;
+	FILE *p, *out;
+
+	snprintf(cmd, sizeof(cmd), "nm -n -S --defined-only '%s' 2>/dev/null", nm_target);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long a, sz;
+		char type;
+
+		if (sscanf(line, "%llx %llx %c", &a, &sz, &type) != 3 || sz == 0 || !strchr("tTwWi", type))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 4096;
+			fns = realloc(fns, cap * sizeof(*fns));
+			if (!fns)
+				exit(1);
+		}
+		fns[n++] = (struct fn){ a, sz };
+	}
+	pclose(p);
+	if (n == 0) {
+		free(fns);
+		return -1;
+	}
+	out = fopen(out_path, "w");
+	if (!out) {
+		free(fns);
+		return -1;
+	}
+	rng = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < NADDR; i++) {
+		struct fn *f = &fns[next_rand() % n];
+
+		fprintf(out, "0x%llx\n", (unsigned long long)(f->addr + next_rand() % f->size));
+	}
+	fclose(out);
+	free(fns);
+	return (int)n;
+}
+
+/* ---- measuring a process ---- */
+
+struct result {
+	double rate;   /* addresses per second */
+	double rss_mb;
+	bool ok;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool run_once(char *const argv[], const char *input, double *secs, long *rss_kb)
+{
+	struct rusage ru;
+	double t0 = now();
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		int in = open(input, O_RDONLY), nul = open("/dev/null", O_WRONLY);
+
+		if (in < 0 || nul < 0)
+			_exit(127);
+		dup2(in, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (wait4(pid, &status, 0, &ru) < 0)
+		return false;
+	*secs = now() - t0;
+	*rss_kb = ru.ru_maxrss;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static struct result measure(char *const argv[], const char *input)
+{
+	struct result r = { 0 };
+	double best = 1e30, secs;
+	long rss = 0, kb;
+
+	for (int i = 0; i < 3; i++) {
+		if (!run_once(argv, input, &secs, &kb))
+			return r;
+		if (secs < best)
+			best = secs;
+		if (kb > rss)
+			rss = kb;
+		if (secs > SLOW_SECONDS)
+			break;
+	}
+	r.rate = NADDR / best;
+	r.rss_mb = (double)rss / 1024.0;
+	r.ok = true;
+	return r;
+}
+
+static void print_result(const char *target, const char *mode, const char *tool, struct result r)
+{
+	if (!r.ok) {
+		printf("# symbolize.%s.%s.%s: failed to run\n", target, mode, tool);
+		return;
+	}
+	printf("symbolize.%s.%s.%s: %.0f addr/s\n", target, mode, tool, r.rate);
+	printf("symbolize.%s.%s.%s.peak_rss: %.1f MB\n", target, mode, tool, r.rss_mb);
+}
+
+static void print_ratio(const char *target, const char *mode, struct result self, const char *peer,
+			struct result p)
+{
+	if (self.ok && p.ok)
+		printf("symbolize.%s.%s: ratio %.3f vs %s\n", target, mode, p.rate / self.rate, peer);
+}
+
+static void bench_target(const char *self, const char *target, const char *obj, const char *nm_target,
+			 const char *tmpdir, bool has_dwarf)
+{
+	char addrs[4096];
+	int nfn;
+
+	snprintf(addrs, sizeof(addrs), "%s/%s.addrs", tmpdir, target);
+	nfn = sample(nm_target, addrs);
+	if (nfn <= 0) {
+		printf("# symbolize.%s: no functions listed by nm for %s, skipped\n", target, nm_target);
+		return;
+	}
+	printf("# symbolize.%s: %s, %d functions, %d addresses\n", target, obj, nfn, NADDR);
+	fflush(stdout);
+
+	char *names[] = { (char *)self, "run", "-n", "-e", (char *)obj, NULL };
+	char *lines[] = { (char *)self, "run", "-l", "-e", (char *)obj, NULL };
+	char *a2l[] = { "addr2line", "-f", "-e", (char *)obj, NULL };
+	char *eu[] = { "eu-addr2line", "-f", "-e", (char *)obj, NULL };
+	char objarg[4200];
+
+	snprintf(objarg, sizeof(objarg), "--obj=%s", obj);
+	char *llvm[] = { "llvm-symbolizer-14", "--no-inlines", objarg, NULL };
+	struct result rn = measure(names, addrs);
+	struct result rl = has_dwarf ? measure(lines, addrs) : (struct result){ 0 };
+	struct result pa = measure(a2l, addrs);
+	struct result pe = measure(eu, addrs);
+	struct result pl = measure(llvm, addrs);
+
+	print_result(target, "names", "relstack", rn);
+	if (has_dwarf)
+		print_result(target, "lines", "relstack", rl);
+	print_result(target, "peer", "addr2line", pa);
+	print_result(target, "peer", "eu-addr2line", pe);
+	print_result(target, "peer", "llvm-symbolizer", pl);
+	print_ratio(target, "names", rn, "addr2line", pa);
+	print_ratio(target, "names", rn, "eu-addr2line", pe);
+	print_ratio(target, "names", rn, "llvm-symbolizer", pl);
+	if (has_dwarf) {
+		print_ratio(target, "lines", rl, "addr2line", pa);
+		print_ratio(target, "lines", rl, "eu-addr2line", pe);
+		print_ratio(target, "lines", rl, "llvm-symbolizer", pl);
+	}
+	fflush(stdout);
+	unlink(addrs);
+}
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	if (info->dlpi_name && strstr(info->dlpi_name, "/libc.so.")) {
+		snprintf(data, 4096, "%s", info->dlpi_name);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char self[4096], libc[4096] = "", libc_dbg[4096], tmpdir[4096];
+	struct relstack_object obj;
+	ssize_t n;
+
+	if (argc > 1 && !strcmp(argv[1], "run"))
+		return run_tool(argc - 1, argv + 1);
+
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	snprintf(tmpdir, sizeof(tmpdir), "%s/relstack-bench-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(tmpdir))
+		return 1;
+
+	/* libc: the copy this process runs, its symbols in the Debian debug file */
+	dl_iterate_phdr(find_libc, libc);
+	if (libc[0] && rs_object_from_file(libc, &obj) == 0 && obj.build_id_len > 1) {
+		char hexid[2 * RELSTACK_BUILD_ID_MAX + 1];
+
+		for (uint32_t i = 0; i < obj.build_id_len; i++)
+			sprintf(hexid + 2 * i, "%02x", obj.build_id[i]);
+		snprintf(libc_dbg, sizeof(libc_dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", hexid, hexid + 2);
+		if (access(libc_dbg, R_OK) == 0)
+			bench_target(self, "libc", libc, libc_dbg, tmpdir, true);
+		else
+			printf("# symbolize.libc: %s missing (Debian package libc6-dbg), skipped\n", libc_dbg);
+	}
+	if (argc > 2) {
+		bench_target(self, "bigprog", argv[1], argv[1], tmpdir, true);
+		bench_target(self, "bigprog-symtab", argv[2], argv[2], tmpdir, false);
+	} else {
+		printf("# symbolize.bigprog: not given, skipped\n");
+	}
+	rmdir(tmpdir);
+	return 0;
+}
