@@ -13,3 +13,6 @@ echo "== object table lookup"
 "$src/bench/callgrind.sh" "$build/bench/bench_lookup" lookup \
 	"relstack_random relstack_random_batch relstack_run" "dl_find_object dladdr dl_iterate_phdr" \
 	64000 320000 2000 12000
+
+echo "== symbolizer"
+"$src/bench/symbolize.sh" "$build"
