@@ -150,27 +150,38 @@ struct rs_schema {
 	struct rs_schema_field field[RS_SCHEMA_FIELDS];
 };
 
-/* Record checksum: two running sums over 8-byte words (Fletcher-like). */
+static inline uint64_t rs_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/*
+ * Record checksum, never 0: Fletcher-like sums over the 32-bit words of
+ * the record from byte 12 (the commit word at 8 is excluded, the position
+ * at 0 enters through the seed), a = sum of words, b = sum of word * index,
+ * both in 64 bits so that nothing is lost to overflow: every error of one
+ * or two words changes a or b; the final mix makes any change show in the
+ * 32-bit result with probability 1 - 2^-32.  The weighted sum needs no
+ * running dependency, so it vectorises.
+ */
 static inline uint32_t rs_rec_sum(uint32_t seed, uint64_t pos, const void *rec, size_t len)
 {
-	const unsigned char *c = (const unsigned char *)rec + 8;
-	uint64_t a = seed ^ pos, b = pos;
+	const unsigned char *c = rec;
+	uint64_t a = 0, b = 0;
 	uint32_t s;
 
-	/* bytes 8..11 are the commit word itself: skip them, keep 12..15 */
-	{
+	for (size_t i = 3; i < len / 4; i++) {
 		uint32_t w;
-		__builtin_memcpy(&w, c + 4, 4);
+
+		__builtin_memcpy(&w, c + 4 * i, 4);
 		a += w;
-		b += a;
+		b += (uint64_t)w * i;
 	}
-	for (size_t i = 16; i < len; i += 8) {
-		uint64_t w;
-		__builtin_memcpy(&w, (const unsigned char *)rec + i, 8);
-		a += w;
-		b += a;
-	}
-	s = (uint32_t)(a ^ (a >> 32) ^ (b * 0x9e3779b97f4a7c15ull >> 32));
+	s = (uint32_t)(rs_mix64(a ^ ((uint64_t)seed << 32) ^ pos) ^ rs_mix64(b + pos));
 	return s ? s : 1;
 }
 

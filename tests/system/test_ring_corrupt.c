@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Damaged buffer files: start from a well-formed file with two runs, damage
+ * it (flip bytes, truncate, rewrite fields with a matching checksum), and
+ * check that the reader refuses exactly what is damaged, with a message of
+ * its own, never returns a record that is not byte-for-byte what was
+ * written, and never crashes.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "relstack/relstack.h"
+#include "ring/ring.h"
+
+static unsigned char *good;
+static size_t good_size;
+static size_t good_records[2]; /* current, previous */
+
+struct fields {
+	uint64_t seq;
+	uint32_t n;
+	uint32_t pad;
+};
+
+static const struct relstack_event_field desc[] = {
+	{ "seq", 0, 8, RELSTACK_FIELD_UNSIGNED },
+	{ "n", 8, 4, RELSTACK_FIELD_UNSIGNED },
+};
+
+static uint64_t payload(uint64_t seq, unsigned i)
+{
+	return (seq + 7) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)i << 40);
+}
+
+static void write_run(const char *path, uint64_t from, unsigned count, bool close_it)
+{
+	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
+	struct relstack_recorder *rec;
+	int ev;
+
+	o.size = 64u << 10;
+	o.objtab_capacity = 16;
+	rec = relstack_recorder__open(path, &o);
+	assert_non_null(rec);
+	ev = relstack_recorder__define_event(rec, "seq", desc, 2, sizeof(struct fields));
+	for (uint64_t s = from; s < from + count; s++) {
+		uint64_t w[32];
+		struct fields f = { s, (uint32_t)(s % 32), 0 };
+
+		for (unsigned i = 0; i < f.n; i++)
+			w[i] = payload(s, i);
+		assert_int_equal(relstack_recorder__write(rec, (unsigned)ev, w, f.n, NULL, &f, sizeof(f), 0), 0);
+	}
+	assert_int_equal(relstack_recorder__record(rec, RELSTACK_EVENT_STACK, NULL, 0, 0), 0);
+	if (close_it)
+		relstack_recorder__close(rec);
+	else
+		relstack_recorder__flush(rec); /* left open: an active run, as after a crash */
+}
+
+static int setup(void **state)
+{
+	char dir[64] = "/tmp/rs-corrupt-XXXXXX", path[128];
+	struct stat st;
+	FILE *f;
+
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/buf", dir);
+	write_run(path, 0, 150, true);
+	write_run(path, 1000, 200, false);
+	if (stat(path, &st) < 0)
+		return -1;
+	good_size = (size_t)st.st_size;
+	good = malloc(good_size);
+	f = fopen(path, "rb");
+	if (!f || fread(good, 1, good_size, f) != good_size)
+		return -1;
+	fclose(f);
+	unlink(path);
+	rmdir(dir);
+	good_records[0] = 201;
+	good_records[1] = 151;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	free(good);
+	return 0;
+}
+
+/*
+ * Every record the reader returns must be exactly one that was written.
+ * Returns the number of records of the run.
+ */
+static size_t verify(struct relstack_reader *r, enum relstack_run_which which)
+{
+	struct relstack_cursor *c = relstack_reader__records(r, which);
+	struct relstack_record rec;
+	size_t n = 0;
+
+	if (!c)
+		return 0;
+	while (relstack_cursor__next(c, &rec) > 0) {
+		int64_t seq, cnt;
+
+		n++;
+		if (rec.event_id == RELSTACK_EVENT_STACK && rec.nwords > 0 && rec.fields_size == 0)
+			continue;
+		assert_int_equal(rec.event_id, 2);
+		assert_int_equal(rec.fields_size, sizeof(struct fields));
+		memcpy(&seq, rec.fields, 8);
+		memcpy(&cnt, (const char *)rec.fields + 8, 4);
+		cnt &= 0xffffffff;
+		assert_int_equal(cnt, (uint64_t)seq % 32);
+		assert_int_equal(rec.nwords, (size_t)cnt);
+		for (size_t i = 0; i < rec.nwords; i++)
+			assert_true(rec.words[i] == payload((uint64_t)seq, (unsigned)i));
+	}
+	relstack_cursor__free(c);
+	return n;
+}
+
+static struct relstack_reader *open_bytes(const unsigned char *b, size_t n, char *err, size_t errsz)
+{
+	struct relstack_reader_opts o = { .sz = sizeof(o), .errbuf = err, .errbuf_sz = errsz };
+
+	err[0] = 0;
+	return relstack_reader__open_mem(b, n, &o);
+}
+
+static void the_well_formed_file_reads_back_whole(void **state)
+{
+	char err[256];
+	struct relstack_reader *r = open_bytes(good, good_size, err, sizeof(err));
+
+	assert_non_null(r);
+	assert_int_equal(relstack_reader__run_count(r), 2);
+	assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[0]);
+	assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
+	assert_null(relstack_reader__run_error(r, 0));
+	assert_null(relstack_reader__run_error(r, 1));
+	relstack_reader__close(r);
+}
+
+static void any_flipped_byte_of_the_file_head_refuses_the_file_with_a_message(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	char err[256];
+
+	for (size_t off = 0; off < sizeof(struct rs_file_head); off++) {
+		struct relstack_reader *r;
+
+		memcpy(b, good, good_size);
+		b[off] ^= 0x41;
+		r = open_bytes(b, good_size, err, sizeof(err));
+		if (r)
+			fail_msg("flip at file offset %zu accepted", off);
+		assert_true(errno == RELSTACK_EMAGIC || errno == RELSTACK_EVERSION || errno == RELSTACK_ECORRUPT ||
+			    errno == RELSTACK_EFORMAT);
+		assert_non_null(strstr(err, "(memory): "));
+		assert_true(strlen(err) > 20);
+		if (off < 8)
+			assert_int_equal(errno, RELSTACK_EMAGIC);
+	}
+	free(b);
+}
+
+/* Rewrite a file head field and its checksum: only the field's own check can refuse it. */
+static int refuse_field(size_t off, const void *val, size_t n, char *err, size_t errsz)
+{
+	unsigned char *b = malloc(good_size);
+	struct rs_file_head *f = (struct rs_file_head *)b;
+	struct relstack_reader *r;
+	int e;
+
+	memcpy(b, good, good_size);
+	memcpy(b + off, val, n);
+	f->head_hash = rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash));
+	r = open_bytes(b, good_size, err, errsz);
+	e = r ? 0 : errno;
+	relstack_reader__close(r);
+	free(b);
+	return e;
+}
+
+static void each_file_head_check_has_its_own_code_and_message(void **state)
+{
+	struct {
+		size_t off;
+		uint64_t val;
+		size_t n;
+		int code;
+		const char *mentions;
+	} cases[] = {
+		{ 8, 2, 4, RELSTACK_EVERSION, "version" },
+		{ 12, 64, 4, RELSTACK_ECORRUPT, "head_size" },
+		{ 16, 5, 1, RELSTACK_EFORMAT, "word_size" },
+		{ 17, RELSTACK_BIG_ENDIAN, 1, RELSTACK_EFORMAT, "byte_order" },
+		{ 80, 3, 4, RELSTACK_ECORRUPT, "runs" },
+		{ 88, 4095, 8, RELSTACK_ECORRUPT, "run_area_size" },
+		{ 104, 4096, 8, RELSTACK_ECORRUPT, "run_offset[1]" },
+		{ 112, 1, 8, RELSTACK_ECORRUPT, "file_size" },
+		{ 124, 0x80, 4, RELSTACK_ECORRUPT, "flags" },
+	};
+	char msgs[RS_ARRAY_SIZE(cases)][256];
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(cases); i++) {
+		int code = refuse_field(cases[i].off, &cases[i].val, cases[i].n, msgs[i], sizeof(msgs[i]));
+
+		if (code != cases[i].code)
+			fail_msg("field at %zu: code %d, expected %d (%s)", cases[i].off, code, cases[i].code, msgs[i]);
+		if (!strstr(msgs[i], cases[i].mentions))
+			fail_msg("message \"%s\" does not name %s", msgs[i], cases[i].mentions);
+		for (size_t k = 0; k < i; k++)
+			assert_string_not_equal(msgs[i], msgs[k]);
+	}
+}
+
+static void a_truncated_file_is_refused_as_truncated(void **state)
+{
+	size_t cuts[] = { 0, 7, 8, 100, 127, 128, 4096, 4097, good_size / 2, good_size - 4096, good_size - 1 };
+	char err[256];
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(cuts); i++) {
+		struct relstack_reader *r = open_bytes(good, cuts[i], err, sizeof(err));
+
+		assert_null(r);
+		assert_int_equal(errno, cuts[i] < 8 ? RELSTACK_EMAGIC : RELSTACK_ETRUNCATED);
+		assert_true(strlen(err) > 10);
+	}
+}
+
+static void a_flipped_byte_of_a_run_head_drops_that_run_only(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	size_t at = f->run_offset[cur_area];
+	char err[256];
+
+	for (size_t off = 0; off < sizeof(struct rs_run_head); off++) {
+		struct relstack_reader *r;
+
+		memcpy(b, good, good_size);
+		b[at + off] ^= 0x10;
+		r = open_bytes(b, good_size, err, sizeof(err));
+		assert_non_null(r);
+		if (off < offsetof(struct rs_run_head, head_hash) + 4) {
+			/* the static part is hashed: the run goes, the previous run stays */
+			assert_int_equal(relstack_reader__run_count(r), 1);
+			assert_non_null(relstack_reader__run_error(r, cur_area));
+			assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[1]);
+		} else {
+			/* the dynamic part (state, counters, head): checked, never trusted */
+			verify(r, RELSTACK_RUN_CURRENT);
+			assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS) + verify(r, RELSTACK_RUN_CURRENT) > 0, 1);
+		}
+		relstack_reader__close(r);
+	}
+	free(b);
+}
+
+static void flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_counted(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	const struct rs_run_head *h = (const struct rs_run_head *)(good + f->run_offset[cur_area]);
+	size_t ring = f->run_offset[cur_area] + h->ring_offset, used = h->head - h->base;
+	char err[256];
+
+	srand(4);
+	for (unsigned it = 0; it < 2000; it++) {
+		struct relstack_reader *r;
+		struct relstack_run_info info;
+		unsigned flips = 1 + (unsigned)rand() % 4;
+		size_t n;
+
+		memcpy(b, good, good_size);
+		for (unsigned k = 0; k < flips; k++)
+			b[ring + (size_t)rand() % used] ^= (unsigned char)(1u << (rand() % 8));
+		r = open_bytes(b, good_size, err, sizeof(err));
+		assert_non_null(r);
+		n = verify(r, RELSTACK_RUN_CURRENT);
+		assert_true(n + flips >= good_records[0]);
+		assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
+		if (n < good_records[0])
+			assert_true(info.skipped + info.gap_bytes > 0);
+		assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
+		relstack_reader__close(r);
+	}
+	free(b);
+}
+
+static void a_damaged_schema_or_object_table_costs_only_itself(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	const struct rs_run_head *h = (const struct rs_run_head *)(good + f->run_offset[cur_area]);
+	size_t area = f->run_offset[cur_area];
+	struct relstack_reader *r;
+	struct relstack_cursor *c;
+	struct relstack_record rec;
+	struct relstack_entry e = { .kind = RELSTACK_ENTRY_OBJECT, .slot = 0, .offset = 0x1000 };
+	char err[256];
+
+	/* schema 2 ("seq"): one byte of its name */
+	memcpy(b, good, good_size);
+	b[area + h->schema_offset + 2 * sizeof(struct rs_schema) + 17] ^= 1;
+	r = open_bytes(b, good_size, err, sizeof(err));
+	assert_non_null(r);
+	assert_null(relstack_reader__schema_by_id(r, RELSTACK_RUN_CURRENT, 2));
+	assert_non_null(relstack_reader__schema_by_id(r, RELSTACK_RUN_CURRENT, RELSTACK_EVENT_CRASH));
+	assert_non_null(strstr(relstack_reader__run_error(r, cur_area), "schema 2: checksum mismatch"));
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	assert_int_equal(relstack_cursor__next(c, &rec), 1);
+	assert_null(rec.event_name); /* the record is intact, its schema is not */
+	assert_int_equal(rec.event_id, 2);
+	relstack_cursor__free(c);
+	assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[0]);
+	relstack_reader__close(r);
+
+	/* the object table image head */
+	memcpy(b, good, good_size);
+	b[area + h->objtab_offset + 1] ^= 1;
+	r = open_bytes(b, good_size, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(relstack_reader__object_count(r, RELSTACK_RUN_CURRENT), 0);
+	assert_non_null(strstr(relstack_reader__run_error(r, cur_area), "object table: bad magic"));
+	relstack_reader__check_entry(r, RELSTACK_RUN_CURRENT, 1, &e);
+	assert_int_equal(e.kind, RELSTACK_ENTRY_INVALID);
+	assert_int_equal(e.reason, RELSTACK_REASON_BAD_SLOT_RECORD);
+	assert_true(relstack_reader__object_count(r, RELSTACK_RUN_PREVIOUS) > 0);
+	assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[0]);
+	relstack_reader__close(r);
+	free(b);
+}
+
+static void a_missing_file_and_a_foreign_file_get_distinct_codes(void **state)
+{
+	char err[256] = "";
+	struct relstack_reader_opts o = { .sz = sizeof(o), .errbuf = err, .errbuf_sz = sizeof(err) };
+
+	assert_null(relstack_reader__open("/nonexistent/relstack-buffer", &o));
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/relstack-buffer: cannot open"));
+	assert_null(relstack_reader__open("/proc/self/status", &o));
+	assert_int_equal(errno, RELSTACK_EMAGIC);
+	assert_null(relstack_reader__open("/", &o));
+	assert_int_equal(errno, EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(the_well_formed_file_reads_back_whole),
+		cmocka_unit_test(any_flipped_byte_of_the_file_head_refuses_the_file_with_a_message),
+		cmocka_unit_test(each_file_head_check_has_its_own_code_and_message),
+		cmocka_unit_test(a_truncated_file_is_refused_as_truncated),
+		cmocka_unit_test(a_flipped_byte_of_a_run_head_drops_that_run_only),
+		cmocka_unit_test(flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_counted),
+		cmocka_unit_test(a_damaged_schema_or_object_table_costs_only_itself),
+		cmocka_unit_test(a_missing_file_and_a_foreign_file_get_distinct_codes),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
