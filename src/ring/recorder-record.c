@@ -75,7 +75,8 @@ int relstack_recorder__record(struct relstack_recorder *rec, unsigned event_id, 
 	if (ret < 0)
 		goto out;
 	if (!(flags & RELSTACK_RECORD_NO_STACK)) {
-		n = relstack_capture(words, RS_MAX_WORDS, 0,
+		/* skip 1: the first word is the return address into our caller, not into us */
+		n = relstack_capture(words, RS_MAX_WORDS, 1,
 				     (flags & RELSTACK_RECORD_ABSOLUTE) ? RELSTACK_CAPTURE_ABSOLUTE : 0, &v);
 		if (n < 0)
 			n = 0;

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The recorder and reader through the shared library's public API only. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <relstack/relstack.h>
+
+static char dir[64], path[128];
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/rs-api-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/buf", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
+
+struct lock_event {
+	uint64_t lock;
+	uint32_t waited_us;
+	int32_t owner;
+	char name[8];
+};
+
+__attribute__((noinline)) static int contended(struct relstack_recorder *rec, int ev)
+{
+	struct lock_event e = { 0xabcdef, 1234, -1, "mtx" };
+	int ret = relstack_recorder__record(rec, (unsigned)ev, &e, sizeof(e), 0);
+
+	__asm__ volatile("" ::: "memory");
+	return ret;
+}
+
+static void an_event_with_fields_and_a_stack_round_trips_through_the_file(void **state)
+{
+	static const struct relstack_event_field fields[] = {
+		{ "lock", offsetof(struct lock_event, lock), 8, RELSTACK_FIELD_HEX },
+		{ "waited_us", offsetof(struct lock_event, waited_us), 4, RELSTACK_FIELD_UNSIGNED },
+		{ "owner", offsetof(struct lock_event, owner), 4, RELSTACK_FIELD_SIGNED },
+		{ "name", offsetof(struct lock_event, name), 8, RELSTACK_FIELD_STRING },
+	};
+	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
+	struct relstack_recorder *rec;
+	struct relstack_reader *r;
+	struct relstack_cursor *c;
+	struct relstack_record out;
+	struct relstack_run_info info;
+	struct relstack_entry e;
+	int64_t v;
+	int ev;
+
+	o.mode = RELSTACK_MODE_STOP;
+	rec = relstack_recorder__open(path, &o);
+	assert_non_null(rec);
+	ev = relstack_recorder__define_event(rec, "lock_contended", fields, 4, sizeof(struct lock_event));
+	assert_true(ev >= 2);
+	relstack_recorder__thread_init();
+	assert_int_equal(contended(rec, ev), 0);
+	assert_int_equal(relstack_recorder__flush(rec), 0);
+	assert_int_equal(relstack_recorder__close(rec), 0);
+
+	r = relstack_reader__open(path, NULL);
+	assert_non_null(r);
+	assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
+	assert_int_equal(info.mode, RELSTACK_MODE_STOP);
+	assert_int_equal(info.records, 1);
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	assert_non_null(c);
+	assert_int_equal(relstack_cursor__next(c, &out), 1);
+	assert_string_equal(out.event_name, "lock_contended");
+	assert_int_equal(relstack_record__field_int(&out, "lock", &v), 0);
+	assert_int_equal(v, 0xabcdef);
+	assert_int_equal(relstack_record__field_int(&out, "owner", &v), 0);
+	assert_int_equal(v, -1);
+	assert_int_equal(relstack_record__field_int(&out, "waited_us", &v), 0);
+	assert_int_equal(v, 1234);
+	assert_string_equal((const char *)out.fields + out.schema->field[3].offset, "mtx");
+	assert_true(out.nwords >= 1);
+	relstack_word_decode(relstack_reader__format(r), out.words[0], &e);
+	relstack_reader__check_entry(r, RELSTACK_RUN_CURRENT, out.epoch, &e);
+	assert_int_equal(e.kind, RELSTACK_ENTRY_OBJECT); /* contended(), in this executable */
+	assert_int_equal(e.slot, RELSTACK_MAIN_SLOT);
+	assert_int_equal(relstack_cursor__next(c, &out), 0);
+	relstack_cursor__free(c);
+	relstack_reader__close(r);
+}
+
+static void errors_have_distinct_codes_and_names(void **state)
+{
+	char err[200] = "";
+	struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
+	struct relstack_recorder_opts o = { .sz = sizeof(size_t) }; /* an old caller knowing only sz */
+	struct relstack_recorder *rec;
+	FILE *f;
+
+	assert_null(relstack_reader__open(path, &ro));
+	assert_int_equal(errno, ENOENT);
+	assert_non_null(strstr(err, path));
+	rec = relstack_recorder__open(path, &o);
+	assert_non_null(rec);
+	relstack_recorder__close(rec);
+	assert_int_equal(truncate(path, 5000), 0);
+	assert_null(relstack_reader__open(path, &ro));
+	assert_int_equal(errno, RELSTACK_ETRUNCATED);
+	assert_string_equal(relstack_strerror(-RELSTACK_ETRUNCATED), "file truncated");
+	f = fopen(path, "w");
+	fputs("hello", f);
+	fclose(f);
+	assert_null(relstack_reader__open(path, &ro));
+	assert_int_equal(errno, RELSTACK_EMAGIC);
+	assert_null(relstack_recorder__open(dir, NULL));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(an_event_with_fields_and_a_stack_round_trips_through_the_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(errors_have_distinct_codes_and_names, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
