@@ -349,8 +349,15 @@ int main(int argc, char **argv)
 			printf("# symbolize.libc: %s missing (Debian package libc6-dbg), skipped\n", libc_dbg);
 	}
 	if (argc > 2) {
-		bench_target(self, "bigprog", argv[1], argv[1], tmpdir, true);
-		bench_target(self, "bigprog-symtab", argv[2], argv[2], tmpdir, false);
+		/* absolute, as the object table records paths */
+		char *big = realpath(argv[1], NULL), *big_symtab = realpath(argv[2], NULL);
+
+		if (!big || !big_symtab)
+			return 1;
+		bench_target(self, "bigprog", big, big, tmpdir, true);
+		bench_target(self, "bigprog-symtab", big_symtab, big_symtab, tmpdir, false);
+		free(big);
+		free(big_symtab);
 	} else {
 		printf("# symbolize.bigprog: not given, skipped\n");
 	}

@@ -162,8 +162,10 @@ static int parse_line(const char *p, const char *e, struct rs_symindex *ix, stru
 	}
 	if (name == e)
 		return -1;
-	if ((e - name == 6 && !memcmp(name, "_etext", 6)) || (e - name == 5 && !memcmp(name, "etext", 5)))
-		info->etext = addr;
+	if ((e - name == 6 && !memcmp(name, "_etext", 6)) || (e - name == 5 && !memcmp(name, "etext", 5))) {
+		info->etext = addr; /* the end of text, not a function */
+		return 0;
+	}
 	if (!is_code_type(type)) {
 		/* _stext is the kernel base even when typed otherwise */
 		if (!(e - name == 6 && !memcmp(name, "_stext", 6)))

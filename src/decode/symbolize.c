@@ -364,6 +364,7 @@ struct resolve {
 	const char *debuglink;      /* from the file at the recorded path */
 	uint32_t debuglink_crc;
 	char *tried;                /* for the "no source" message */
+	uint64_t limit;             /* end of text from the symbol source, if it says */
 };
 
 static void note_tried(struct resolve *r, const char *path)
@@ -635,6 +636,7 @@ static void try_map(struct resolve *r, const struct map *m)
 		}
 	}
 	r->have_names = true;
+	r->limit = info.etext;
 	src->names_from = strdup(m->file);
 	return;
 reject:
@@ -682,7 +684,7 @@ static void resolve(struct rs_symbolizer *s, struct object *o)
 	free((char *)r.debuglink);
 
 	if (r.have_names) {
-		rs_symindex_seal(&src->ix, text_limit(obj));
+		rs_symindex_seal(&src->ix, text_limit(obj) ? text_limit(obj) : r.limit);
 		src->reason = RS_SYM_OK;
 		if (obj->base == RELSTACK_BASE_STEXT && !src->ix.has_stext) {
 			src->reason = RS_SYM_NO_BASE;

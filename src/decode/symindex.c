@@ -162,12 +162,12 @@ size_t rs_symindex_seal(struct rs_symindex *ix, uint64_t limit)
 		struct rs_symentry *e = &r[i].e;
 
 		if (!e->sized) {
-			if (i + 1 < m)
-				e->size = r[i + 1].addr - r[i].addr;
-			else if (limit > r[i].addr)
-				e->size = limit - r[i].addr;
-			else
-				e->size = UINT64_MAX - r[i].addr;
+			/* to the next symbol, never across the limit (end of text) */
+			uint64_t end = i + 1 < m ? r[i + 1].addr : UINT64_MAX;
+
+			if (limit > r[i].addr && limit < end)
+				end = limit;
+			e->size = end - r[i].addr;
 		}
 		e->parent = -1;
 		if (stack) {

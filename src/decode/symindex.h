@@ -60,9 +60,9 @@ int rs_symindex_add(struct rs_symindex *ix, uint64_t addr, uint64_t size, const 
 		    size_t name_len, unsigned rank);
 
 /*
- * Sort and finish the index.  @limit (0: none) bounds the implied size of
- * the last unsized symbol, e.g. the end of the object's text.  Returns the
- * number of symbols kept.
+ * Sort and finish the index.  @limit (0: none), e.g. the end of the
+ * object's text, bounds the implied sizes of unsized symbols below it.
+ * Returns the number of symbols kept.
  */
 size_t rs_symindex_seal(struct rs_symindex *ix, uint64_t limit);
 

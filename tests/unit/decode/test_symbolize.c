@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The symbolizer against real files: the fixture library built -O2 -g
+ * (tests/lib/decode/symfix.c), copies of it made here with objcopy
+ * (stripped, debug-only, debuglinked, under a build-id directory), nm
+ * output, another build of the same source, and the system's libc with
+ * its Debian debug file.  Expected names and sizes come from nm(1) and
+ * addr2line(1), never from the code under test.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "decode/symbolize.h"
+#include "relstack/relstack.h"
+
+static char tmp[1024];
+
+/* ---- helpers ---- */
+
+static void sh(const char *fmt, ...)
+{
+	char cmd[16384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0)
+		fail_msg("command failed: %s", cmd);
+}
+
+static const char *tpath(const char *name)
+{
+	static char buf[8][2048];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "%s/%s", tmp, name);
+	return buf[i];
+}
+
+/* Address and size of @name in @file, from nm -S. */
+static void nm_symbol(const char *file, const char *name, uint64_t *addr, uint64_t *size)
+{
+	char cmd[8192], line[4096];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm -S --defined-only '%s'", file);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	*addr = *size = 0;
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long a, s;
+		char t, n[1024];
+
+		if (sscanf(line, "%llx %llx %c %1023s", &a, &s, &t, n) == 4 && !strcmp(n, name)) {
+			*addr = a;
+			*size = s;
+		}
+	}
+	pclose(p);
+	if (!*size)
+		fail_msg("nm found no %s in %s", name, file);
+}
+
+static unsigned fixture_const(const char *name)
+{
+	void *h = dlopen(SYMFIX_PATH, RTLD_NOW | RTLD_LOCAL);
+	const unsigned *v;
+	unsigned r;
+
+	assert_non_null(h);
+	v = dlsym(h, name);
+	assert_non_null(v);
+	r = *v;
+	dlclose(h);
+	return r;
+}
+
+static struct rs_symbolizer *new_symbolizer(bool lines, bool inlines, const char *debug_dir)
+{
+	const char *dirs[1] = { debug_dir };
+	struct rs_symbolizer_opts o = {
+		.sz = sizeof(o),
+		.lines = lines,
+		.inlines = inlines,
+		.debug_dirs = dirs,
+		.n_debug_dirs = debug_dir ? 1 : 0,
+		.no_system_debug_dir = true,
+	};
+	struct rs_symbolizer *s = rs_symbolizer_new(&o);
+
+	assert_non_null(s);
+	return s;
+}
+
+static struct relstack_object fixture_record(const char *file)
+{
+	struct relstack_object obj;
+
+	assert_int_equal(rs_object_from_file(file, &obj), 0);
+	assert_true(obj.build_id_len > 0);
+	return obj;
+}
+
+static int add_object(struct rs_symbolizer *s, const struct relstack_object *obj)
+{
+	int h = rs_symbolizer_object(s, obj);
+
+	assert_true(h >= 0);
+	return h;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+
+	return s && a >= b && !strcmp(s + a - b, suffix);
+}
+
+static void build_id_hex(const struct relstack_object *obj, char *out)
+{
+	for (uint32_t i = 0; i < obj->build_id_len; i++)
+		sprintf(out + 2 * i, "%02x", obj->build_id[i]);
+}
+
+static int setup(void **state)
+{
+	snprintf(tmp, sizeof(tmp), "%s/relstack-symtest-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(tmp))
+		return -1;
+	(void)state;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[8192];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	(void)state;
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *const fixture_functions[] = { "symfix_leaf", "symfix_outer", "symfix_lines", "symfix_big" };
+
+/* ---- names from the file at the recorded path ---- */
+
+static void names_symoff_and_symsize_agree_with_nm(void **state)
+{
+	struct rs_symbolizer *s = new_symbolizer(false, false, NULL);
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	int h = add_object(s, &obj);
+
+	for (size_t i = 0; i < sizeof(fixture_functions) / sizeof(fixture_functions[0]); i++) {
+		uint64_t addr, size;
+		struct rs_sym sym;
+
+		nm_symbol(SYMFIX_PATH, fixture_functions[i], &addr, &size);
+		for (uint64_t off = 0; off < size; off += size / 3 + 1) {
+			assert_int_equal(rs_symbolize(s, h, addr + off, &sym), 0);
+			assert_int_equal(sym.reason, RS_SYM_OK);
+			assert_string_equal(sym.name, fixture_functions[i]);
+			assert_int_equal(sym.symoff, off);
+			assert_int_equal(sym.symsize, size);
+			assert_true(sym.size_exact);
+			assert_string_equal(sym.source, SYMFIX_PATH);
+			assert_null(sym.file); /* lines were not asked for */
+		}
+	}
+	assert_null(rs_symbolizer_object_error(s, h));
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void file_and_line_come_from_the_dwarf_of_the_file(void **state)
+{
+	struct rs_symbolizer *s = new_symbolizer(true, false, NULL);
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	int h = add_object(s, &obj);
+	unsigned first = fixture_const("symfix_line_lines_first");
+	uint64_t addr, size;
+	struct rs_sym sym;
+
+	nm_symbol(SYMFIX_PATH, "symfix_lines", &addr, &size);
+	for (uint64_t off = 0; off < size; off++) {
+		assert_int_equal(rs_symbolize(s, h, addr + off, &sym), 0);
+		assert_true(ends_with(sym.file, "/symfix.c"));
+		assert_in_range(sym.line, first, first + 4);
+		assert_string_equal(sym.line_source, SYMFIX_PATH);
+	}
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void inlined_frames_name_the_inlined_function_innermost_first(void **state)
+{
+	struct rs_symbolizer *s = new_symbolizer(true, true, NULL);
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	int h = add_object(s, &obj);
+	unsigned inner_first = fixture_const("symfix_line_inner_first");
+	unsigned inner_last = fixture_const("symfix_line_inner_last");
+	unsigned call = fixture_const("symfix_line_call");
+	uint64_t addr, size;
+	unsigned seen = 0;
+
+	nm_symbol(SYMFIX_PATH, "symfix_outer", &addr, &size);
+	for (uint64_t off = 0; off < size; off++) {
+		struct rs_sym sym;
+
+		assert_int_equal(rs_symbolize(s, h, addr + off, &sym), 0);
+		assert_string_equal(sym.name, "symfix_outer");
+		if (sym.n_inlined == 0)
+			continue;
+		seen++;
+		assert_int_equal(sym.n_inlined, 1);
+		assert_string_equal(sym.inlined[0].name, "symfix_inner");
+		assert_true(ends_with(sym.inlined[0].file, "/symfix.c"));
+		assert_in_range(sym.inlined[0].line, inner_first, inner_last);
+		/* the function's own location is the call site */
+		assert_int_equal(sym.line, call);
+		assert_true(ends_with(sym.file, "/symfix.c"));
+	}
+	assert_true(seen > 0);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+/* ---- stripped files and their debug files ---- */
+
+static void a_stripped_file_finds_its_debug_file_by_build_id(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	char hexid[2 * RELSTACK_BUILD_ID_MAX + 1], dbg[4096];
+	struct rs_symbolizer *s;
+	uint64_t addr, size;
+	struct rs_sym sym;
+	int h;
+
+	build_id_hex(&obj, hexid);
+	snprintf(dbg, sizeof(dbg), "%s/debug/.build-id/%.2s/%s.debug", tmp, hexid, hexid + 2);
+	sh("mkdir -p '%s/debug/.build-id/%.2s'", tmp, hexid);
+	sh("objcopy --only-keep-debug '%s' '%s'", SYMFIX_PATH, dbg);
+	sh("objcopy --strip-all '%s' '%s'", SYMFIX_PATH, tpath("stripped.so"));
+	snprintf(obj.path, sizeof(obj.path), "%s", tpath("stripped.so"));
+
+	s = new_symbolizer(true, false, tpath("debug"));
+	h = add_object(s, &obj);
+	nm_symbol(SYMFIX_PATH, "symfix_lines", &addr, &size);
+	assert_int_equal(rs_symbolize(s, h, addr + 1, &sym), 0);
+	assert_string_equal(sym.name, "symfix_lines");
+	assert_int_equal(sym.symoff, 1);
+	assert_string_equal(sym.source, dbg);
+	assert_string_equal(sym.line_source, dbg);
+	assert_in_range(sym.line, fixture_const("symfix_line_lines_first"),
+			fixture_const("symfix_line_lines_first") + 4);
+	rs_symbolizer_free(s);
+
+	/* without the debug directory only the dynamic symbols of the file remain */
+	s = new_symbolizer(true, false, NULL);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, addr + 1, &sym), 0);
+	assert_string_equal(sym.name, "symfix_lines");
+	assert_string_equal(sym.source, obj.path);
+	assert_null(sym.file);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void debuglink_targets_are_found_next_to_the_file_and_in_dot_debug(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	uint64_t addr, size;
+	struct rs_sym sym;
+
+	nm_symbol(SYMFIX_PATH, "symfix_big", &addr, &size);
+	sh("mkdir -p '%s/a' '%s/b/.debug'", tmp, tmp);
+	sh("objcopy --only-keep-debug '%s' '%s/a/libsymfix.debug'", SYMFIX_PATH, tmp);
+	sh("objcopy --strip-all --add-gnu-debuglink='%s/a/libsymfix.debug' '%s' '%s/a/libsymfix.so'", tmp,
+	   SYMFIX_PATH, tmp);
+	sh("cp '%s/a/libsymfix.so' '%s/b/libsymfix.so' && cp '%s/a/libsymfix.debug' '%s/b/.debug/'", tmp, tmp,
+	   tmp, tmp);
+
+	const char *where[2][2] = {
+		{ "a/libsymfix.so", "a/libsymfix.debug" },
+		{ "b/libsymfix.so", "b/.debug/libsymfix.debug" },
+	};
+
+	for (int i = 0; i < 2; i++) {
+		struct rs_symbolizer *s = new_symbolizer(true, false, NULL);
+		int h;
+
+		snprintf(obj.path, sizeof(obj.path), "%s", tpath(where[i][0]));
+		h = add_object(s, &obj);
+		assert_int_equal(rs_symbolize(s, h, addr + 3, &sym), 0);
+		assert_string_equal(sym.name, "symfix_big");
+		assert_string_equal(sym.source, tpath(where[i][1]));
+		assert_true(ends_with(sym.file, "/symfix.c"));
+		rs_symbolizer_free(s);
+	}
+	(void)state;
+}
+
+/* ---- another build ---- */
+
+static void a_build_id_mismatch_yields_no_name_and_names_the_file(void **state)
+{
+	struct rs_symbolizer *s = new_symbolizer(true, false, NULL);
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	uint64_t addr, size;
+	struct rs_sym sym;
+	const char *err;
+	int h;
+
+	/* the recorded build-id is symfix's, the file at the path is the other build */
+	snprintf(obj.path, sizeof(obj.path), "%s", SYMFIX_OTHER_PATH);
+	h = add_object(s, &obj);
+	nm_symbol(SYMFIX_PATH, "symfix_leaf", &addr, &size);
+	assert_int_equal(rs_symbolize(s, h, addr, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BUILD_ID_MISMATCH);
+	assert_null(sym.name);
+	assert_null(sym.file);
+	assert_int_equal(rs_symbolizer_load(s, h), -RELSTACK_EBUILDID);
+	err = rs_symbolizer_object_error(s, h);
+	assert_non_null(err);
+	assert_non_null(strstr(err, SYMFIX_OTHER_PATH));
+	assert_non_null(strstr(err, "does not match"));
+	assert_string_equal(rs_sym_reason_str(sym.reason), "build-id mismatch");
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void a_debug_file_of_another_build_under_the_build_id_path_is_refused(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	char hexid[2 * RELSTACK_BUILD_ID_MAX + 1], dbg[4096];
+	struct rs_symbolizer *s;
+	struct rs_sym sym;
+	int h;
+
+	build_id_hex(&obj, hexid);
+	snprintf(dbg, sizeof(dbg), "%s/evil/.build-id/%.2s/%s.debug", tmp, hexid, hexid + 2);
+	sh("mkdir -p '%s/evil/.build-id/%.2s'", tmp, hexid);
+	sh("objcopy --only-keep-debug '%s' '%s'", SYMFIX_OTHER_PATH, dbg);
+	snprintf(obj.path, sizeof(obj.path), "%s", tpath("does-not-exist.so"));
+
+	s = new_symbolizer(true, false, tpath("evil"));
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, 0x1000, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BUILD_ID_MISMATCH);
+	assert_null(sym.name);
+	assert_non_null(strstr(rs_symbolizer_object_error(s, h), dbg));
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+/* ---- nm files ---- */
+
+static void an_nm_file_names_an_object_whose_file_is_gone(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	uint64_t addr, size;
+	struct rs_sym sym;
+
+	nm_symbol(SYMFIX_PATH, "symfix_outer", &addr, &size);
+	sh("nm -S '%s' > '%s'", SYMFIX_PATH, tpath("sized.nm"));
+	sh("nm -n '%s' > '%s'", SYMFIX_PATH, tpath("plain.nm"));
+	snprintf(obj.path, sizeof(obj.path), "/nonexistent/dir/libsymfix.so");
+
+	/* matched by basename, with exact sizes from nm -S */
+	struct rs_symbolizer *s = new_symbolizer(true, false, NULL);
+
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", tpath("sized.nm")), 0);
+	int h = add_object(s, &obj);
+
+	assert_int_equal(rs_symbolize(s, h, addr + 5, &sym), 0);
+	assert_string_equal(sym.name, "symfix_outer");
+	assert_int_equal(sym.symoff, 5);
+	assert_int_equal(sym.symsize, size);
+	assert_true(sym.size_exact);
+	assert_string_equal(sym.source, tpath("sized.nm"));
+	rs_symbolizer_free(s);
+
+	/* matched by full path, sizes implied by the next symbol */
+	char arg[8192];
+
+	s = new_symbolizer(true, false, NULL);
+	snprintf(arg, sizeof(arg), "%s=%s", obj.path, tpath("plain.nm"));
+	assert_int_equal(rs_symbolizer_add_map_arg(s, arg), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, addr + 5, &sym), 0);
+	assert_string_equal(sym.name, "symfix_outer");
+	assert_false(sym.size_exact);
+	assert_true(sym.symsize >= size);
+	rs_symbolizer_free(s);
+
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map_arg(s, "no-equals-sign"), -EINVAL);
+	assert_int_equal(rs_symbolizer_add_map_arg(s, "=file"), -EINVAL);
+	assert_int_equal(rs_symbolizer_add_map_arg(s, "object="), -EINVAL);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void an_nm_file_of_another_build_is_refused_naming_the_file(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	struct relstack_object other = fixture_record(SYMFIX_OTHER_PATH);
+	char hexid[2 * RELSTACK_BUILD_ID_MAX + 1];
+	struct rs_symbolizer *s;
+	struct rs_sym sym;
+	int h;
+
+	/* the nm file says which build it is */
+	build_id_hex(&other, hexid);
+	sh("(echo '# build-id: %s'; nm -S '%s') > '%s'", hexid, SYMFIX_OTHER_PATH, tpath("other.nm"));
+	snprintf(obj.path, sizeof(obj.path), "/nonexistent/libsymfix.so");
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", tpath("other.nm")), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, 0x1140, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BUILD_ID_MISMATCH);
+	assert_non_null(strstr(rs_symbolizer_object_error(s, h), tpath("other.nm")));
+	rs_symbolizer_free(s);
+
+	/* no build-id in the file: symbols outside the recorded text give it away */
+	sh("printf '0000000000001000 T fine\\n0000000070000000 T far_away\\n' > '%s'", tpath("far.nm"));
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", tpath("far.nm")), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, 0x1000, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BUILD_ID_MISMATCH);
+	assert_non_null(strstr(rs_symbolizer_object_error(s, h), tpath("far.nm")));
+	assert_non_null(strstr(rs_symbolizer_object_error(s, h), "far_away"));
+	rs_symbolizer_free(s);
+
+	/* not nm output at all */
+	sh("printf 'hello world\\nthis is not a symbol file\\n' > '%s'", tpath("junk.nm"));
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", tpath("junk.nm")), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, 0x1000, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BAD_SOURCE);
+	assert_non_null(strstr(rs_symbolizer_object_error(s, h), tpath("junk.nm")));
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void kernel_offsets_count_from_stext_in_a_system_map(void **state)
+{
+	struct relstack_object obj = { .base = RELSTACK_BASE_STEXT, .state = RELSTACK_OBJECT_LOADED };
+	struct rs_symbolizer *s = new_symbolizer(false, false, NULL);
+	struct rs_sym sym;
+	int h;
+
+	snprintf(obj.path, sizeof(obj.path), "vmlinux");
+	sh("printf 'ffffffff81000000 T _text\\nffffffff81001000 T _stext\\nffffffff81001000 T first_fn\\n"
+	   "ffffffff81001100 t second_fn\\nffffffff81002000 D some_data\\nffffffff81003000 T _etext\\n' > '%s'",
+	   tpath("System.map"));
+	assert_int_equal(rs_symbolizer_add_map(s, "vmlinux", tpath("System.map")), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, 0x110, &sym), 0);
+	assert_string_equal(sym.name, "second_fn");
+	assert_int_equal(sym.symoff, 0x10);
+	assert_false(sym.size_exact);
+	assert_int_equal(rs_symbolize(s, h, 0x8, &sym), 0);
+	assert_int_equal(sym.symoff, 0x8);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+/* ---- frames without a name ---- */
+
+static void frames_without_a_name_say_why(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	struct rs_symbolizer *s = new_symbolizer(true, false, NULL);
+	struct relstack_object vdso = { .flags = RELSTACK_OBJECT_VDSO };
+	struct relstack_object gone = obj;
+	struct rs_sym sym;
+	int h, hv, hg;
+
+	snprintf(vdso.path, sizeof(vdso.path), "[vdso]");
+	snprintf(gone.path, sizeof(gone.path), "/nonexistent/libgone.so");
+	h = add_object(s, &obj);
+	hv = add_object(s, &vdso);
+	hg = add_object(s, &gone);
+
+	assert_int_equal(rs_symbolize(s, h, 0, &sym), -ENOENT); /* the ELF header */
+	assert_int_equal(sym.reason, RS_SYM_NO_SYMBOL);
+	assert_int_equal(rs_symbolize(s, hv, 0x100, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_VDSO);
+	assert_int_equal(rs_symbolize(s, hg, 0x1000, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_NO_SOURCE);
+	assert_non_null(strstr(rs_symbolizer_object_error(s, hg), "libgone.so"));
+	assert_int_equal(rs_symbolize(s, 99, 0x1000, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BAD_HANDLE);
+	assert_int_equal(rs_symbolize(s, -1, 0x1000, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BAD_HANDLE);
+
+	/* every reason has its own string */
+	for (int a = RS_SYM_OK; a <= RS_SYM_NO_BASE; a++)
+		for (int b = a + 1; b <= RS_SYM_NO_BASE; b++)
+			assert_string_not_equal(rs_sym_reason_str(a), rs_sym_reason_str(b));
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void objects_of_one_build_share_one_load(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	struct rs_symbolizer *s = new_symbolizer(false, false, NULL);
+	uint64_t addr, size;
+	struct rs_sym a, b;
+	int h1, h2;
+
+	nm_symbol(SYMFIX_PATH, "symfix_leaf", &addr, &size);
+	obj.slot = 3;
+	h1 = add_object(s, &obj);
+	obj.slot = 7;
+	h2 = add_object(s, &obj);
+	assert_int_not_equal(h1, h2);
+	assert_int_equal(rs_symbolize(s, h1, addr, &a), 0);
+	assert_int_equal(rs_symbolize(s, h2, addr, &b), 0);
+	assert_ptr_equal(a.name, b.name);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void a_truncated_elf_file_gives_no_name_and_no_crash(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	struct rs_sym sym;
+
+	for (int len = 64; len < 20000; len = len * 3 / 2) {
+		struct rs_symbolizer *s = new_symbolizer(true, true, NULL);
+		int h;
+
+		sh("head -c %d '%s' > '%s'", len, SYMFIX_PATH, tpath("trunc.so"));
+		snprintf(obj.path, sizeof(obj.path), "%s", tpath("trunc.so"));
+		h = add_object(s, &obj);
+		if (rs_symbolize(s, h, 0x1140, &sym) == 0)
+			assert_non_null(sym.name);
+		else
+			assert_int_not_equal(sym.reason, RS_SYM_OK);
+		rs_symbolizer_free(s);
+	}
+	(void)state;
+}
+
+/* ---- agreement with addr2line ---- */
+
+static uint64_t rng = 88172645463325252ull;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/*
+ * Sampled addresses inside the fixture's functions: our names (innermost
+ * inlined function first, as addr2line -f prints) and lines must be
+ * addr2line's, on the -g file and on a copy stripped to its symbol table.
+ */
+static void names_and_lines_agree_with_addr2line(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	const char *files[2] = { SYMFIX_PATH, NULL };
+	uint64_t addrs[200];
+	size_t n = 0;
+
+	sh("objcopy --strip-debug '%s' '%s'", SYMFIX_PATH, tpath("symtab-only.so"));
+	files[1] = tpath("symtab-only.so");
+	for (size_t i = 0; i < sizeof(fixture_functions) / sizeof(fixture_functions[0]); i++) {
+		uint64_t addr, size;
+
+		nm_symbol(SYMFIX_PATH, fixture_functions[i], &addr, &size);
+		for (int k = 0; k < 50; k++)
+			addrs[n++] = addr + next_rand() % size;
+	}
+	for (int f = 0; f < 2; f++) {
+		struct rs_symbolizer *s = new_symbolizer(true, true, NULL);
+		struct rs_symbolizer *sl = new_symbolizer(true, false, NULL);
+		char cmd[8192], name[1024], loc[4096];
+		FILE *in, *p;
+		int h, hl;
+
+		snprintf(obj.path, sizeof(obj.path), "%s", files[f]);
+		h = add_object(s, &obj);
+		hl = add_object(sl, &obj);
+		in = fopen(tpath("addrs"), "w");
+		assert_non_null(in);
+		for (size_t i = 0; i < n; i++)
+			fprintf(in, "0x%llx\n", (unsigned long long)addrs[i]);
+		fclose(in);
+		snprintf(cmd, sizeof(cmd), "addr2line -f -e '%s' < '%s'", files[f], tpath("addrs"));
+		p = popen(cmd, "r");
+		assert_non_null(p);
+		for (size_t i = 0; i < n; i++) {
+			struct rs_sym sym, lsym;
+			const char *ours;
+			char *colon;
+
+			assert_non_null(fgets(name, sizeof(name), p));
+			assert_non_null(fgets(loc, sizeof(loc), p));
+			name[strcspn(name, "\n")] = '\0';
+			assert_int_equal(rs_symbolize(s, h, addrs[i], &sym), 0);
+			assert_int_equal(rs_symbolize(sl, hl, addrs[i], &lsym), 0);
+			ours = sym.n_inlined ? sym.inlined[0].name : sym.name;
+			if (strcmp(ours, name))
+				fail_msg("0x%llx in %s: relstack says %s, addr2line says %s",
+					 (unsigned long long)addrs[i], files[f], ours, name);
+			colon = strrchr(loc, ':');
+			assert_non_null(colon);
+			if (f == 0) {
+				*colon = '\0';
+				assert_int_equal(lsym.line, strtoul(colon + 1, NULL, 10));
+				assert_true(ends_with(lsym.file, strrchr(loc, '/')));
+			} else {
+				assert_null(lsym.file); /* no DWARF left */
+			}
+		}
+		pclose(p);
+		rs_symbolizer_free(s);
+		rs_symbolizer_free(sl);
+	}
+	(void)state;
+}
+
+/* ---- the system's libc ---- */
+
+static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	if (info->dlpi_name && strstr(info->dlpi_name, "/libc.so.")) {
+		snprintf(data, 4096, "%s", info->dlpi_name);
+		return 1;
+	}
+	return 0;
+}
+
+static void libc_is_named_from_its_debian_debug_file_found_by_build_id(void **state)
+{
+	struct rs_symbolizer_opts o = { .sz = sizeof(o), .lines = true };
+	char libc[4096] = "", hexid[2 * RELSTACK_BUILD_ID_MAX + 1], dbg[4096];
+	struct relstack_object obj;
+	struct rs_symbolizer *s;
+	struct rs_sym sym;
+	Dl_info info;
+	int h;
+
+	dl_iterate_phdr(find_libc, libc);
+	assert_true(libc[0]);
+	assert_int_equal(rs_object_from_file(libc, &obj), 0);
+	build_id_hex(&obj, hexid);
+	snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", hexid, hexid + 2);
+	if (access(dbg, R_OK) != 0) {
+		print_message("skipped: %s is missing (Debian package libc6-dbg)\n", dbg);
+		skip();
+	}
+	assert_int_not_equal(dladdr((void *)(uintptr_t)&fopen, &info), 0);
+
+	s = rs_symbolizer_new(&o);
+	assert_non_null(s);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, (uintptr_t)info.dli_saddr - (uintptr_t)info.dli_fbase + 4, &sym), 0);
+	assert_non_null(strstr(sym.name, "fopen"));
+	assert_int_equal(sym.symoff, 4);
+	assert_true(sym.size_exact && sym.symsize > 4);
+	assert_string_equal(sym.source, dbg);
+	assert_string_equal(sym.line_source, dbg);
+	assert_non_null(sym.file);
+	assert_true(sym.line > 0);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(names_symoff_and_symsize_agree_with_nm),
+		cmocka_unit_test(file_and_line_come_from_the_dwarf_of_the_file),
+		cmocka_unit_test(inlined_frames_name_the_inlined_function_innermost_first),
+		cmocka_unit_test(a_stripped_file_finds_its_debug_file_by_build_id),
+		cmocka_unit_test(debuglink_targets_are_found_next_to_the_file_and_in_dot_debug),
+		cmocka_unit_test(a_build_id_mismatch_yields_no_name_and_names_the_file),
+		cmocka_unit_test(a_debug_file_of_another_build_under_the_build_id_path_is_refused),
+		cmocka_unit_test(an_nm_file_names_an_object_whose_file_is_gone),
+		cmocka_unit_test(an_nm_file_of_another_build_is_refused_naming_the_file),
+		cmocka_unit_test(kernel_offsets_count_from_stext_in_a_system_map),
+		cmocka_unit_test(frames_without_a_name_say_why),
+		cmocka_unit_test(objects_of_one_build_share_one_load),
+		cmocka_unit_test(a_truncated_elf_file_gives_no_name_and_no_crash),
+		cmocka_unit_test(names_and_lines_agree_with_addr2line),
+		cmocka_unit_test(libc_is_named_from_its_debian_debug_file_found_by_build_id),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The sorted symbol index and the nm-file parser, on hand-written input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "decode/symindex.h"
+#include "decode/symsrc.h"
+
+static void add(struct rs_symindex *ix, uint64_t addr, uint64_t size, const char *name, unsigned rank)
+{
+	assert_int_equal(rs_symindex_add(ix, addr, size, name, strlen(name), rank), 0);
+}
+
+static const char *name_at(const struct rs_symindex *ix, uint64_t addr)
+{
+	struct rs_symhit hit;
+
+	return rs_symindex_lookup(ix, addr, &hit) == 0 ? hit.name : NULL;
+}
+
+static void lookup_finds_the_symbol_holding_each_address(void **state)
+{
+	struct rs_symindex ix;
+	struct rs_symhit hit;
+
+	rs_symindex_init(&ix);
+	add(&ix, 0x2000, 0x10, "b", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x1000, 0x100, "a", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x3000, 0x8, "c", RS_SYMRANK_LOCAL + 4);
+	assert_int_equal(rs_symindex_seal(&ix, 0), 3);
+
+	assert_int_equal(rs_symindex_lookup(&ix, 0x1080, &hit), 0);
+	assert_string_equal(hit.name, "a");
+	assert_int_equal(hit.start, 0x1000);
+	assert_int_equal(hit.size, 0x100);
+	assert_true(hit.sized);
+	assert_string_equal(name_at(&ix, 0x1000), "a");
+	assert_string_equal(name_at(&ix, 0x10ff), "a");
+	assert_null(name_at(&ix, 0x1100)); /* the gap after a sized symbol is no symbol */
+	assert_null(name_at(&ix, 0xfff));
+	assert_string_equal(name_at(&ix, 0x200f), "b");
+	assert_string_equal(name_at(&ix, 0x3007), "c");
+	assert_null(name_at(&ix, 0x3008));
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+static void aliases_collapse_to_the_global_unversioned_function(void **state)
+{
+	struct rs_symindex ix;
+
+	rs_symindex_init(&ix);
+	add(&ix, 0x1000, 0x40, "__local_alias", RS_SYMRANK_LOCAL + 4);
+	add(&ix, 0x1000, 0x40, "fopen@@GLIBC_2.2.5", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x1000, 0x40, "fopen", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x1000, 0, "label", RS_SYMRANK_GLOBAL);
+	add(&ix, 0x1000, 0x40, "weak_fopen", RS_SYMRANK_WEAK + 4);
+	assert_int_equal(rs_symindex_seal(&ix, 0), 1);
+	assert_string_equal(name_at(&ix, 0x1010), "fopen");
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+static void unsized_symbols_extend_to_the_next_symbol_or_the_limit(void **state)
+{
+	struct rs_symindex ix;
+	struct rs_symhit hit;
+
+	rs_symindex_init(&ix);
+	add(&ix, 0x100, 0, "first", RS_SYMRANK_GLOBAL);
+	add(&ix, 0x180, 0, "second", RS_SYMRANK_GLOBAL);
+	rs_symindex_seal(&ix, 0x200);
+	assert_int_equal(rs_symindex_lookup(&ix, 0x17f, &hit), 0);
+	assert_string_equal(hit.name, "first");
+	assert_int_equal(hit.size, 0x80);
+	assert_false(hit.sized);
+	assert_string_equal(name_at(&ix, 0x1ff), "second");
+	assert_null(name_at(&ix, 0x200));
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+static void an_address_past_a_nested_symbol_belongs_to_the_enclosing_one(void **state)
+{
+	struct rs_symindex ix;
+
+	rs_symindex_init(&ix);
+	add(&ix, 0x1000, 0x100, "outer", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x1010, 0x10, "inner", RS_SYMRANK_LOCAL + 4);
+	add(&ix, 0x1040, 0x8, "inner2", RS_SYMRANK_LOCAL + 4);
+	rs_symindex_seal(&ix, 0);
+	assert_string_equal(name_at(&ix, 0x1018), "inner");
+	assert_string_equal(name_at(&ix, 0x1030), "outer");
+	assert_string_equal(name_at(&ix, 0x1044), "inner2");
+	assert_string_equal(name_at(&ix, 0x10f0), "outer");
+	assert_null(name_at(&ix, 0x1100));
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+static void an_empty_index_finds_nothing(void **state)
+{
+	struct rs_symindex ix;
+
+	rs_symindex_init(&ix);
+	assert_int_equal(rs_symindex_seal(&ix, 0), 0);
+	assert_null(name_at(&ix, 0));
+	assert_null(name_at(&ix, UINT64_MAX));
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+static void nm_output_with_and_without_sizes_is_parsed(void **state)
+{
+	static const char text[] =
+		"# build-id: 0a0b0c\n"
+		"0000000000001000 T main\n"
+		"0000000000001040 0000000000000020 t helper\n"
+		"0000000000002000 D data_not_code\n"
+		"                 U printf\n"
+		"0000000000001080 W weak_fn\n"
+		"0000000000001100 i ifunc_fn\n"
+		"0000000000001200 T _Z3fooi(int, char)\n"
+		"ffffffffa0000000 t mod_fn\t[some_module]\n"
+		"lib.o:\n"
+		"\n"
+		"0000000000001300 T _etext\n";
+	struct rs_symindex ix;
+	struct rs_nminfo info;
+	struct rs_symhit hit;
+
+	rs_symindex_init(&ix);
+	assert_int_equal(rs_nmfile_parse(text, sizeof(text) - 1, &ix, &info), 6);
+	assert_int_equal(info.bad_lines, 0);
+	assert_int_equal(info.build_id_len, 3);
+	assert_memory_equal(info.build_id, "\x0a\x0b\x0c", 3);
+	assert_int_equal(info.etext, 0x1300);
+	rs_symindex_seal(&ix, info.etext);
+	assert_string_equal(name_at(&ix, 0x1010), "main");
+	assert_int_equal(rs_symindex_lookup(&ix, 0x1050, &hit), 0);
+	assert_string_equal(hit.name, "helper");
+	assert_int_equal(hit.size, 0x20);
+	assert_true(hit.sized);
+	assert_null(name_at(&ix, 0x1060)); /* past helper's exact size */
+	assert_string_equal(name_at(&ix, 0x1090), "weak_fn");
+	assert_string_equal(name_at(&ix, 0x1104), "ifunc_fn");
+	assert_string_equal(name_at(&ix, 0x1204), "_Z3fooi(int, char)");
+	assert_string_equal(name_at(&ix, 0xffffffffa0000010), "mod_fn\t[some_module]");
+	assert_null(name_at(&ix, 0x2000));
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+static void damaged_nm_lines_are_counted_and_skipped(void **state)
+{
+	static const char text[] =
+		"0000000000001000 T good\n"
+		"zzzz T bad_address\n"
+		"0000000000001100 TT bad_type\n"
+		"00000000000011000000000000000000000 T too_long\n"
+		"0000000000001200\n"
+		"0000000000001300 0000000000000010 T\n"
+		"0000000000001400 T also_good";  /* no final newline */
+	struct rs_symindex ix;
+	struct rs_nminfo info;
+
+	rs_symindex_init(&ix);
+	assert_int_equal(rs_nmfile_parse(text, sizeof(text) - 1, &ix, &info), 2);
+	assert_int_equal(info.bad_lines, 5);
+	assert_int_equal(info.first_bad_line, 2);
+	rs_symindex_seal(&ix, 0);
+	assert_string_equal(name_at(&ix, 0x1000), "good");
+	assert_string_equal(name_at(&ix, 0x1400), "also_good");
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+static void a_buffer_without_terminator_is_read_within_its_length(void **state)
+{
+	/* the length stops the parser in the middle of the second name */
+	static const char text[] = "0000000000001000 T first\n0000000000001100 T secondXXXX";
+	struct rs_symindex ix;
+	struct rs_nminfo info;
+
+	rs_symindex_init(&ix);
+	assert_int_equal(rs_nmfile_parse(text, sizeof(text) - 1 - 4, &ix, &info), 2);
+	rs_symindex_seal(&ix, 0);
+	assert_string_equal(name_at(&ix, 0x1100), "second");
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(lookup_finds_the_symbol_holding_each_address),
+		cmocka_unit_test(aliases_collapse_to_the_global_unversioned_function),
+		cmocka_unit_test(unsized_symbols_extend_to_the_next_symbol_or_the_limit),
+		cmocka_unit_test(an_address_past_a_nested_symbol_belongs_to_the_enclosing_one),
+		cmocka_unit_test(an_empty_index_finds_nothing),
+		cmocka_unit_test(nm_output_with_and_without_sizes_is_parsed),
+		cmocka_unit_test(damaged_nm_lines_are_counted_and_skipped),
+		cmocka_unit_test(a_buffer_without_terminator_is_read_within_its_length),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
