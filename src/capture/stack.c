@@ -30,7 +30,7 @@
 #include "capture/objtab.h"
 #include "capture/unwind-local.h"
 
-static __thread struct rs_thread_stack tls_stack __attribute__((tls_model("initial-exec")));
+__thread struct rs_thread_stack rs_tls_stack __attribute__((tls_model("initial-exec")));
 
 uintptr_t rs_crt_pc;
 uintptr_t rs_main_top;
@@ -41,28 +41,28 @@ extern void *__libc_stack_end;
 bool rs_thread_stack_get(struct rs_thread_stack *out)
 {
 	/* R1: pairs with W3 */
-	if (!atomic_load_explicit(&tls_stack.valid, memory_order_relaxed))
+	if (!atomic_load_explicit(&rs_tls_stack.valid, memory_order_relaxed))
 		return false;
 	atomic_signal_fence(memory_order_acquire);
 	/* R2 */
-	out->stack = tls_stack.stack;
-	out->alt = tls_stack.alt;
-	out->entry_fp = tls_stack.entry_fp;
+	out->stack = rs_tls_stack.stack;
+	out->alt = rs_tls_stack.alt;
+	out->entry_fp = rs_tls_stack.entry_fp;
 	return true;
 }
 
 static void thread_stack_set(const struct rs_thread_stack *ts)
 {
 	/* W1 */
-	atomic_store_explicit(&tls_stack.valid, 0, memory_order_relaxed);
+	atomic_store_explicit(&rs_tls_stack.valid, 0, memory_order_relaxed);
 	atomic_signal_fence(memory_order_release);
 	/* W2 */
-	tls_stack.stack = ts->stack;
-	tls_stack.alt = ts->alt;
-	tls_stack.entry_fp = ts->entry_fp;
+	rs_tls_stack.stack = ts->stack;
+	rs_tls_stack.alt = ts->alt;
+	rs_tls_stack.entry_fp = ts->entry_fp;
 	/* W3: pairs with R1 */
 	atomic_signal_fence(memory_order_release);
-	atomic_store_explicit(&tls_stack.valid, 1, memory_order_relaxed);
+	atomic_store_explicit(&rs_tls_stack.valid, 1, memory_order_relaxed);
 }
 
 static int learn_ranges(struct rs_thread_stack *ts)

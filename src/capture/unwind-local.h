@@ -39,6 +39,9 @@ struct rs_thread_stack {
 	uintptr_t entry_fp;          /* its entry frame (learned by registration), or 0 */
 };
 
+/* The calling thread's cache, in initial-exec TLS: one %fs-relative access. */
+RS_HIDDEN extern __thread struct rs_thread_stack rs_tls_stack __attribute__((tls_model("initial-exec")));
+
 /* Copy the calling thread's cache; false when its stack is unknown. */
 RS_HIDDEN bool rs_thread_stack_get(struct rs_thread_stack *out);
 

@@ -109,27 +109,6 @@ static bool is_entry_frame(const struct rs_walk *w, const struct rs_objtab_view 
 	return w->main_top && fp < w->main_top && w->main_top - fp <= RS_MAIN_ENTRY_AREA;
 }
 
-struct emit {
-	uint64_t *words;
-	size_t cap, n;
-	unsigned skip;
-	uint32_t frames;
-};
-
-/* false: the array is full (TRUNCATED). */
-static inline bool emit(struct emit *e, uint64_t word, bool frame)
-{
-	if (rs_unlikely(e->skip) && frame) {
-		e->skip--;
-		return true;
-	}
-	if (rs_unlikely(e->n == e->cap))
-		return false;
-	e->words[e->n++] = word;
-	e->frames += frame;
-	return true;
-}
-
 /*
  * The word for an address in no known text.  In absolute output the
  * address itself, unless it collides with a marker word (no code address
@@ -140,7 +119,7 @@ static inline uint64_t unknown_word(uintptr_t addr, bool relative)
 	return relative || (uint64_t)addr >= RS_NATIVE_SIGNAL ? RS_NATIVE_UNKNOWN : (uint64_t)addr;
 }
 
-/* The word for a code address, with its text checks. */
+/* The word for a code address, with its text checks (the slow path). */
 static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool relative, uint32_t *reasons)
 {
 	if (rs_unlikely(!rs_objtab_find(v, addr))) {
@@ -152,26 +131,110 @@ static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool 
 	return relative ? rs_objtab_view_word(v, addr) : (uint64_t)addr;
 }
 
+/*
+ * The fast range: the object the last return address was found in, held
+ * in registers, for the common case of a frame in an object that keeps
+ * frame pointers and holds no signal trampoline.  A return address in
+ * [start, start + span) becomes the word ra + delta: for a relative word
+ * delta folds the load bias, the slot index and the flag bit into one
+ * addition (checked once per range: every offset in it fits the word);
+ * for absolute output delta is 0.  span == 0: no fast range.
+ */
+struct fast_range {
+	uintptr_t start, span;
+	uint64_t delta;
+};
+
+static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_view *v, bool relative,
+				  const uintptr_t *restorers)
+{
+	uint32_t slot = rs_objtab_view_slot(v);
+	uint64_t max_off = (uint64_t)(v->end - 1 - v->bias);
+
+	f->span = 0;
+	if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP)
+		return;
+	for (unsigned i = 0; i < RS_RESTORERS; i++)
+		if (restorers[i] - v->start < v->end - v->start)
+			return;
+	if (relative) {
+		if (v->bias > v->start || max_off > (slot ? RS_NATIVE_OFFSET_MASK : RS_NATIVE_MAIN_MASK))
+			return;
+		f->delta = (slot ? RS_NATIVE_FLAG | (uint64_t)slot << RS_NATIVE_INDEX_SHIFT : 0) -
+			   (uint64_t)v->bias;
+	} else {
+		f->delta = 0;
+	}
+	f->start = v->start;
+	f->span = v->end - v->start;
+}
+
 #define rs_load(addr) (*(const uintptr_t *)(addr))
+#define RS_WALK_ATTRS __attribute__((no_sanitize_address))
+
+/*
+ * Frames whose return address lies in the fast range, as long as they
+ * pass every check; returns the first frame pointer that needs the full
+ * checks (or leaves the window).  *lo is the bottom of the window: the
+ * last frame passed is at *lo - 16.
+ */
+RS_WALK_ATTRS __attribute__((always_inline)) static inline uintptr_t
+fast_frames(uintptr_t fp, uintptr_t *lo_io, uintptr_t top, uint64_t **out_io, uint64_t *out_end,
+	    const struct fast_range *f)
+{
+	const uintptr_t start = f->start, span = f->span;
+	const uint64_t delta = f->delta;
+	uint64_t *out = *out_io;
+	uintptr_t lo = *lo_io, ra;
+
+	while (fp >= lo && fp <= top && !(fp & (RS_W - 1))) {
+		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
+		if (ra - start >= span || out == out_end)
+			break;
+		*out++ = ra + delta;
+		lo = fp + RS_ARCH_FRAME_SIZE;
+		fp = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
+	}
+	*out_io = out;
+	*lo_io = lo;
+	return fp;
+}
 
 /*
  * One pass of the walk under one latch view.  Stack memory is read only
  * at addresses the window checks passed: ASan's shadow for a stack it did
  * not allocate says nothing, so it is not consulted.
+ *
+ * The loop's fast path is a frame whose return address lies in the fast
+ * range; everything else (another object, unknown text, an object
+ * without frame pointers, the signal trampoline, skipped frames) takes
+ * the slow path, which may then set the fast range.
  */
-__attribute__((no_sanitize_address)) static inline size_t
+RS_WALK_ATTRS __attribute__((always_inline)) static inline size_t
 walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t cap, uint32_t *reasons_out,
 	  uint32_t *frames_out, const bool relative)
 {
-	struct emit e = { words, cap, 0, w->skip, 0 };
-	uint32_t reasons = w->reasons;
+	uint64_t *out = words, *const out_end = words + cap;
+	uint32_t reasons = w->reasons, markers = 0;
 	const struct rs_stack_range *r;
-	uintptr_t fp = w->fp, lo, hi, top, restorer = atomic_load_explicit(&rs_restorer[0], memory_order_relaxed);
+	uintptr_t fp = w->fp, lo = 0, hi, top, last = 0;
+	uintptr_t restorers[RS_RESTORERS];
+	struct fast_range f = { 0, 0, 0 };
+	unsigned skip = w->skip;
 	bool end = false;
 
-	w->end_fp = 0;
-	if (w->pc && !emit(&e, code_word(v, w->pc, relative, &reasons), true))
-		goto truncated;
+	for (unsigned i = 0; i < RS_RESTORERS; i++)
+		restorers[i] = atomic_load_explicit(&rs_restorer[i], memory_order_relaxed);
+	if (w->pc) {
+		uint64_t word = code_word(v, w->pc, relative, &reasons);
+
+		if (skip)
+			skip--;
+		else if (out == out_end)
+			goto truncated;
+		else
+			*out++ = word;
+	}
 	r = range_of(w, w->sp);
 	if (!r) {
 		reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
@@ -187,8 +250,10 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 
 		/* fp in [lo, top]: inside the window, above the previous frame */
 		if (rs_unlikely(fp < lo || fp > top)) {
-			if (fp == 0)
+			if (fp == 0) {
 				end = true;
+				last = lo - RS_ARCH_FRAME_SIZE; /* the frame that held the zero */
+			}
 			else if (fp < lo && fp >= r->lo)
 				reasons |= RELSTACK_UNRELIABLE_NOT_INCREASING;
 			else
@@ -202,39 +267,43 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
 		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
 
-		if (rs_likely(rs_objtab_find(v, ra))) {
-			if (rs_unlikely((rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) || ra == restorer))
-				goto special;
-			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
-		} else {
+		if (rs_likely(ra - f.start < f.span)) {
+			if (rs_unlikely(out == out_end))
+				goto truncated;
+			*out++ = ra + f.delta;
+			lo = fp + RS_ARCH_FRAME_SIZE;
+			/* the fast path proper: frames in the same object, few registers live */
+			fp = fast_frames(next, &lo, top, &out, out_end, &f);
+			continue;
+		}
+
+		/* the slow path */
+		if (rs_unlikely(!rs_objtab_find(v, ra))) {
 			reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 			word = unknown_word(ra, relative);
-		}
-	frame:
-		if (rs_unlikely(!emit(&e, word, true)))
-			goto truncated;
-		w->end_fp = fp;
-		lo = fp + RS_ARCH_FRAME_SIZE;
-		fp = next;
-		continue;
-
-	special:
-		if (is_restorer(v, ra)) {
+		} else if (rs_unlikely(is_restorer(v, ra))) {
 			/* A signal frame: continue in the context the kernel saved. */
 			uintptr_t uc = rs_arch_sigframe_context(fp);
 			struct rs_arch_context c;
 			const struct rs_stack_range *nr;
 
 			reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
-			if (!emit(&e, RS_NATIVE_SIGNAL, false))
+			if (out == out_end)
 				goto truncated;
+			*out++ = RS_NATIVE_SIGNAL;
+			markers++;
 			if (uc < lo || uc > hi || hi - uc < RS_ARCH_CONTEXT_READ_SIZE) {
 				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 				break;
 			}
 			rs_arch_context_read((const void *)uc, &c);
-			if (!emit(&e, code_word(v, c.pc, relative, &reasons), true))
+			word = code_word(v, c.pc, relative, &reasons);
+			if (skip)
+				skip--;
+			else if (out == out_end)
 				goto truncated;
+			else
+				*out++ = word;
 			nr = range_of(w, c.sp);
 			if (!nr) {
 				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
@@ -250,57 +319,59 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			hi = r->hi;
 			top = hi - RS_ARCH_FRAME_SIZE;
 			fp = c.fp;
-			w->end_fp = 0;
+			last = 0;
 			continue;
-		}
-		word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
-		if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-			if (is_entry_frame(w, v, fp, ra, next)) {
-				if (!emit(&e, word, true))
-					goto truncated;
-				w->end_fp = fp;
-				end = true;
-				break;
+		} else {
+			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+			if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
+				if (is_entry_frame(w, v, fp, ra, next)) {
+					if (skip)
+						skip--;
+					else if (out == out_end)
+						goto truncated;
+					else
+						*out++ = word;
+					last = fp;
+					end = true;
+					break;
+				}
+				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+			} else if (!skip) {
+				fast_range_set(&f, v, relative, restorers);
 			}
-			reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 		}
-		goto frame;
+		if (skip)
+			skip--;
+		else if (rs_unlikely(out == out_end))
+			goto truncated;
+		else
+			*out++ = word;
+		lo = fp + RS_ARCH_FRAME_SIZE;
+		fp = next;
 	}
 	if (end && !reasons) {
-		if (!emit(&e, RS_NATIVE_END, false))
+		if (out == out_end)
 			goto truncated;
-	} else {
-		w->end_fp = 0;
+		*out++ = RS_NATIVE_END;
+		markers++;
 	}
 	goto out;
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
-	w->end_fp = 0;
 out:
 	if (reasons)
 		w->end_fp = 0;
+	else
+		w->end_fp = last;
 	*reasons_out = reasons;
-	*frames_out = e.frames;
-	return e.n;
+	*frames_out = (uint32_t)(out - words) - markers;
+	return (size_t)(out - words);
 }
 
-__attribute__((noinline)) static size_t walk_relative(struct rs_walk *w, struct rs_objtab_view *v,
-						      uint64_t *words, size_t cap, uint32_t *reasons,
-						      uint32_t *frames)
+/* The walk under the object table's latch: repeated while the table changes. */
+RS_WALK_ATTRS __attribute__((always_inline)) static inline size_t
+walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict, const bool relative)
 {
-	return walk_once(w, v, words, cap, reasons, frames, true);
-}
-
-__attribute__((noinline)) static size_t walk_absolute(struct rs_walk *w, struct rs_objtab_view *v,
-						      uint64_t *words, size_t cap, uint32_t *reasons,
-						      uint32_t *frames)
-{
-	return walk_once(w, v, words, cap, reasons, frames, false);
-}
-
-size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
-{
-	const bool relative = !(w->flags & RELSTACK_CAPTURE_ABSOLUTE);
 	struct rs_objtab_view v;
 	uint32_t reasons = 0, frames = 0;
 	unsigned tries = 0;
@@ -308,9 +379,8 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 
 	do {
 		rs_objtab_begin(&v);
-		n = relative ? walk_relative(w, &v, words, cap, &reasons, &frames)
-			     : walk_absolute(w, &v, words, cap, &reasons, &frames);
-		if (rs_objtab_end(&v)) {
+		n = walk_once(w, &v, words, cap, &reasons, &frames, relative);
+		if (rs_likely(rs_objtab_end(&v))) {
 			if (verdict) {
 				verdict->reasons = reasons;
 				verdict->frames = frames;
@@ -335,6 +405,25 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 		verdict->epoch = 0;
 	}
 	return n;
+}
+
+RS_WALK_ATTRS __attribute__((noinline)) static size_t
+walk_relative(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
+{
+	return walk_latched(w, words, cap, verdict, true);
+}
+
+RS_WALK_ATTRS __attribute__((noinline)) static size_t
+walk_absolute(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
+{
+	return walk_latched(w, words, cap, verdict, false);
+}
+
+size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
+{
+	if (w->flags & RELSTACK_CAPTURE_ABSOLUTE)
+		return walk_absolute(w, words, cap, verdict);
+	return walk_relative(w, words, cap, verdict);
 }
 
 /* Fill the parts of a walk every capture shares. */
@@ -368,19 +457,30 @@ static int unknown_stack(uint64_t *words, size_t cap, uintptr_t pc, unsigned fla
 __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
 					       struct relstack_verdict *v)
 {
-	struct rs_thread_stack ts;
 	struct rs_walk w;
 	uintptr_t fp = rs_arch_frame_address();
 
-	if (flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap))
+	if (rs_unlikely(flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap)))
 		return -EINVAL;
-	if (!rs_thread_stack_get(&ts))
+	/* R1: pairs with W3 in stack.c */
+	if (rs_unlikely(!atomic_load_explicit(&rs_tls_stack.valid, memory_order_relaxed)))
 		return unknown_stack(words, cap, 0, flags, 0, v);
-	walk_init(&w, &ts, flags);
+	atomic_signal_fence(memory_order_acquire);
+	/* R2 */
+	w.stack = rs_tls_stack.stack;
+	w.alt = rs_tls_stack.alt;
+	w.entry_fp = rs_tls_stack.entry_fp;
+	w.crt_pc = rs_crt_pc;
+	w.main_top = rs_main_top;
+	w.reasons = 0;
+	w.flags = flags;
+	w.pc = 0;
 	w.fp = fp;
 	w.sp = fp; /* our own frame record is the lowest thing the walk reads */
 	w.skip = skip;
-	return (int)rs_unwind_walk(&w, words, cap, v);
+	if (flags & RELSTACK_CAPTURE_ABSOLUTE)
+		return (int)walk_absolute(&w, words, cap, v);
+	return (int)walk_relative(&w, words, cap, v);
 }
 
 int relstack_capture_context(const void *ucontext, uint64_t *words, size_t cap, unsigned flags,

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Capturing the calling thread's stack at depths 8, 32 and 128, against
+ * the peers, in the same process:
+ *
+ *   relstack       relstack_capture(): walk + verdict + relative entry words
+ *   relstack_abs   the same with RELSTACK_CAPTURE_ABSOLUTE
+ *   fp_floor       a bare frame-pointer walk with no checks at all
+ *   unw_backtrace  libunwind's unw_backtrace()
+ *   glibc          glibc's backtrace() (through libgcc's unwinder); resolved
+ *                  in libc.so.6 itself, since libunwind exports a
+ *                  `backtrace` of its own that would otherwise interpose
+ *
+ *   bench_capture                  time every method at every depth: ns per
+ *                                  capture and per frame, and ratios
+ *   bench_capture METHOD DEPTH N   N captures of METHOD at DEPTH only (for
+ *                                  callgrind: bench/capture.sh)
+ *   bench_capture METHOD DEPTH frames   the frames one capture returns
+ *
+ * DEPTH distinct functions (each its own code, so return addresses
+ * differ as in a real program) lead from main to the capture loop.
+ */
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "relstack/relstack.h"
+
+#define MAXW 256
+
+enum method { RELSTACK, RELSTACK_ABS, FP_FLOOR, UNW_BACKTRACE, GLIBC, NMETHODS };
+
+static const char *const method_names[NMETHODS] = {
+	"relstack", "relstack_abs", "fp_floor", "unw_backtrace", "glibc",
+};
+
+static int (*glibc_backtrace)(void **, int);
+
+struct run {
+	enum method m;
+	unsigned depth;
+	unsigned long n;
+	int frames;        /* per capture */
+	uint32_t reasons;  /* relstack's verdict */
+};
+
+static uint64_t words[MAXW];
+static void *ptrs[MAXW];
+
+/* The floor: follow the chain while it goes up the stack, keep every return address. */
+__attribute__((noinline)) static int fp_walk(uintptr_t *out, int cap)
+{
+	const uintptr_t *fp = __builtin_frame_address(0);
+	int n = 0;
+
+	while (n < cap) {
+		const uintptr_t *next = (const uintptr_t *)fp[0];
+
+		out[n++] = fp[1];
+		if (next <= fp)
+			break;
+		fp = next;
+	}
+	return n;
+}
+
+__attribute__((noinline)) static void capture_loop(struct run *r)
+{
+	struct relstack_verdict v = { 0 };
+	int n = 0;
+
+	for (unsigned long i = 0; i < r->n; i++) {
+		switch (r->m) {
+		case RELSTACK:
+			n = relstack_capture(words, MAXW, 0, 0, &v);
+			break;
+		case RELSTACK_ABS:
+			n = relstack_capture(words, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &v);
+			break;
+		case FP_FLOOR:
+			n = fp_walk((uintptr_t *)words, MAXW);
+			break;
+		case UNW_BACKTRACE:
+			n = unw_backtrace(ptrs, MAXW);
+			break;
+		case GLIBC:
+			n = glibc_backtrace(ptrs, MAXW);
+			break;
+		default:
+			break;
+		}
+		__asm__ volatile("" ::: "memory");
+	}
+	r->frames = (r->m == RELSTACK || r->m == RELSTACK_ABS) ? (int)v.frames : n;
+	r->reasons = v.reasons;
+}
+
+/*
+ * Distinct functions: the one at index i of chain[] is called with
+ * left = depth - 1 - i and calls chain[i + 1] until left reaches 0.
+ */
+typedef void (*chain_fn)(struct run *r, unsigned left);
+static chain_fn chain[129];
+
+#define CHAIN_FN(K)                                                       \
+	__attribute__((noinline)) static void chain_##K(struct run *r, unsigned left) \
+	{                                                                   \
+		if (left)                                                   \
+			chain[r->depth - left](r, left - 1);                \
+		else                                                        \
+			capture_loop(r);                                    \
+		__asm__ volatile("" ::: "memory");                          \
+	}
+#define CHAIN8(B) CHAIN_FN(B##0) CHAIN_FN(B##1) CHAIN_FN(B##2) CHAIN_FN(B##3) \
+	CHAIN_FN(B##4) CHAIN_FN(B##5) CHAIN_FN(B##6) CHAIN_FN(B##7)
+CHAIN8(1) CHAIN8(2) CHAIN8(3) CHAIN8(4) CHAIN8(5) CHAIN8(6) CHAIN8(7) CHAIN8(8)
+CHAIN8(9) CHAIN8(10) CHAIN8(11) CHAIN8(12) CHAIN8(13) CHAIN8(14) CHAIN8(15) CHAIN8(16)
+CHAIN_FN(170)
+
+static void chain_init(void)
+{
+	static const chain_fn fns[] = {
+#define REF8(B) chain_##B##0, chain_##B##1, chain_##B##2, chain_##B##3, \
+	chain_##B##4, chain_##B##5, chain_##B##6, chain_##B##7,
+		REF8(1) REF8(2) REF8(3) REF8(4) REF8(5) REF8(6) REF8(7) REF8(8)
+		REF8(9) REF8(10) REF8(11) REF8(12) REF8(13) REF8(14) REF8(15) REF8(16)
+		chain_170,
+	};
+
+	memcpy(chain, fns, sizeof(fns));
+}
+
+/* DEPTH functions between main and the capture loop. */
+static void run_at_depth(struct run *r)
+{
+	chain[0](r, r->depth - 1);
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median over 7 runs of about 20 ms each. */
+static double time_ns(enum method m, unsigned depth, int *frames, uint32_t *reasons)
+{
+	struct run r = { m, depth, 1, 0, 0 };
+	double t[7], t0;
+
+	run_at_depth(&r); /* warm-up: glibc loads libgcc_s here */
+	t0 = now_ns();
+	run_at_depth(&r);
+	r.n = (unsigned long)(20e6 / (now_ns() - t0 + 1));
+	if (r.n < 10)
+		r.n = 10;
+	for (int i = 0; i < 7; i++) {
+		t0 = now_ns();
+		run_at_depth(&r);
+		t[i] = (now_ns() - t0) / (double)r.n;
+	}
+	qsort(t, 7, sizeof(t[0]), cmp_double);
+	*frames = r.frames;
+	*reasons = r.reasons;
+	return t[3];
+}
+
+static int lookup_method(const char *name)
+{
+	for (int i = 0; i < NMETHODS; i++)
+		if (!strcmp(name, method_names[i]))
+			return i;
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned depths[] = { 8, 32, 128 };
+	void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+	void *sym = libc ? dlsym(libc, "backtrace") : NULL;
+
+	if (!sym) {
+		fprintf(stderr, "bench_capture: glibc's backtrace not found\n");
+		return 1;
+	}
+	memcpy(&glibc_backtrace, &sym, sizeof(glibc_backtrace)); /* POSIX: dlsym names a function */
+	chain_init();
+	relstack_objtab_refresh();
+
+	if (argc == 4) {
+		int m = lookup_method(argv[1]);
+		struct run r;
+
+		if (m < 0 || atoi(argv[2]) < 1 || atoi(argv[2]) > 128) {
+			fprintf(stderr, "usage: bench_capture [METHOD DEPTH(1-128) N]\n");
+			return 1;
+		}
+		if (!strcmp(argv[3], "frames")) {
+			r = (struct run){ (enum method)m, (unsigned)atoi(argv[2]), 1, 0, 0 };
+			run_at_depth(&r);
+			printf("%d\n", r.frames);
+			return 0;
+		}
+		r = (struct run){ (enum method)m, (unsigned)atoi(argv[2]), strtoul(argv[3], NULL, 0), 0, 0 };
+		run_at_depth(&r);
+		return 0;
+	}
+
+	for (size_t d = 0; d < sizeof(depths) / sizeof(depths[0]); d++) {
+		double ns[NMETHODS];
+		int frames[NMETHODS];
+		uint32_t reasons[NMETHODS];
+
+		for (int m = 0; m < NMETHODS; m++) {
+			ns[m] = time_ns((enum method)m, depths[d], &frames[m], &reasons[m]);
+			printf("capture_%s_d%u: %.1f ns/capture\n", method_names[m], depths[d], ns[m]);
+			printf("capture_%s_d%u_frame: %.2f ns/frame (%d frames)\n", method_names[m], depths[d],
+			       ns[m] / frames[m], frames[m]);
+		}
+		printf("capture_relstack_d%u_verdict: reasons 0x%x\n", depths[d], reasons[RELSTACK]);
+		for (int p = FP_FLOOR; p < NMETHODS; p++)
+			printf("capture_relstack_d%u: ratio %.2f vs %s\n", depths[d], ns[RELSTACK] / ns[p],
+			       method_names[p]);
+		printf("capture_relstack_d%u: ratio %.2f vs relstack_abs\n", depths[d],
+		       ns[RELSTACK] / ns[RELSTACK_ABS]);
+	}
+	return 0;
+}

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Instructions per stack capture, counted by callgrind, for every method of
+# bench_capture at depths 8, 32 and 128: (Ir for N2 captures - Ir for N1
+# captures) / (N2 - N1), so process start-up and set-up cancel out.  Prints
+# per capture and per frame, then ratios of relstack against each peer.
+#
+# Usage: bench/capture.sh BENCH_CAPTURE [N1 N2]
+set -eu
+prog=$1
+n1=${2:-1000} n2=${3:-3000}
+methods="relstack relstack_abs fp_floor unw_backtrace glibc"
+
+if ! command -v valgrind >/dev/null; then
+	echo "capture: callgrind skipped: valgrind not installed" >&2
+	exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+count() { # METHOD DEPTH N -> total Ir
+	valgrind --tool=callgrind --callgrind-out-file="$tmp/out" "$prog" "$1" "$2" "$3" >/dev/null 2>"$tmp/log"
+	sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$tmp/log"
+}
+
+for d in 8 32 128; do
+	# frames per capture, as the timing run reports them
+	for m in $methods; do
+		a=$(count "$m" "$d" "$n1")
+		b=$(count "$m" "$d" "$n2")
+		ir=$(awk -v a="$a" -v b="$b" -v n1="$n1" -v n2="$n2" 'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }')
+		echo "capture_${m}_d${d}_ir: $ir instructions/capture"
+		eval "ir_$m=$ir"
+	done
+	for m in $methods; do
+		eval "v=\$ir_$m"
+		f=$("$prog" "$m" "$d" frames)
+		awk -v v="$v" -v f="$f" -v n="capture_${m}_d${d}_ir_frame" \
+			'BEGIN { printf "%s: %.1f instructions/frame (%d frames)\n", n, v / f, f }'
+	done
+	for p in fp_floor unw_backtrace glibc relstack_abs; do
+		eval "v=\$ir_$p"
+		awk -v a="$ir_relstack" -v b="$v" -v n="capture_relstack_d${d}_ir" -v p="$p" \
+			'BEGIN { printf "%s: ratio %.2f vs %s\n", n, a / b, p }'
+	done
+done
