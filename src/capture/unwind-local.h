@@ -39,8 +39,21 @@ struct rs_thread_stack {
 	uintptr_t entry_fp;          /* its entry frame (learned by registration), or 0 */
 };
 
+/*
+ * The last fast range (unwind.c) this thread's walks used, valid while
+ * the object table's latch sequence is still seq.  Written and read only
+ * by the thread itself; seq is 0 while the fields change (see
+ * fast_cache_store()).
+ */
+struct rs_fast_cache {
+	_Atomic uint64_t seq;
+	uintptr_t start, span;
+	uint64_t delta; /* for relative words */
+};
+
 /* The calling thread's cache, in initial-exec TLS: one %fs-relative access. */
 RS_HIDDEN extern __thread struct rs_thread_stack rs_tls_stack __attribute__((tls_model("initial-exec")));
+RS_HIDDEN extern __thread struct rs_fast_cache rs_tls_fast __attribute__((tls_model("initial-exec")));
 
 /* Copy the calling thread's cache; false when its stack is unknown. */
 RS_HIDDEN bool rs_thread_stack_get(struct rs_thread_stack *out);
@@ -63,11 +76,12 @@ RS_HIDDEN extern uintptr_t rs_main_top;
 /*
  * Signal-return trampolines seen in the CFI of loaded objects (an FDE whose
  * CIE has the 'S' augmentation), recorded by fpcheck.c at scan time and
- * compared against every return address.  Relaxed: each slot is one word,
- * and a trampoline found late only makes the byte check find it instead.
+ * kept out of the unwinder's fast path.  A trampoline not listed is still
+ * found by its code bytes, on the slow path.
  */
 #define RS_RESTORERS 4
 RS_HIDDEN extern _Atomic uintptr_t rs_restorer[RS_RESTORERS];
+RS_HIDDEN extern _Atomic unsigned rs_restorers; /* entries of rs_restorer in use */
 RS_HIDDEN void rs_unwind_note_restorer(uintptr_t pc);
 
 /* One walk: where it starts, what it may read, and what it found. */

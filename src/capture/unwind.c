@@ -42,19 +42,21 @@
 #define RS_W sizeof(uintptr_t)
 
 _Atomic uintptr_t rs_restorer[RS_RESTORERS];
+_Atomic unsigned rs_restorers;
 
+/* Writers are scans, serialised by the object table's lock. */
 void rs_unwind_note_restorer(uintptr_t pc)
 {
-	for (unsigned i = 0; i < RS_RESTORERS; i++) {
-		uintptr_t cur = atomic_load_explicit(&rs_restorer[i], memory_order_relaxed);
+	unsigned n = atomic_load_explicit(&rs_restorers, memory_order_relaxed);
 
-		if (cur == pc)
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) == pc)
 			return;
-		if (cur == 0) {
-			atomic_store_explicit(&rs_restorer[i], pc, memory_order_relaxed);
-			return;
-		}
-	}
+	if (n == RS_RESTORERS)
+		return;
+	atomic_store_explicit(&rs_restorer[n], pc, memory_order_relaxed);
+	/* pairs with the acquire load of rs_restorers in fast_range_set() */
+	atomic_store_explicit(&rs_restorers, n + 1, memory_order_release);
 }
 
 static const char *const reason_names[] = {
@@ -145,28 +147,59 @@ struct fast_range {
 	uint64_t delta;
 };
 
-static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_view *v, bool relative,
-				  const uintptr_t *restorers)
+__thread struct rs_fast_cache rs_tls_fast __attribute__((tls_model("initial-exec")));
+
+/*
+ * The thread's cached fast range.  A signal handler that interrupts this
+ * function on the same thread and stores another range leaves seq changed
+ * (the second seq load, after the fields, catches it) or stores the same
+ * values (same latch sequence, same table).
+ */
+static inline void fast_cache_load(struct fast_range *f, uint64_t seq, bool relative)
+{
+	/* pairs with the final seq store in fast_cache_store() */
+	if (atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != seq)
+		return;
+	atomic_signal_fence(memory_order_acquire);
+	f->start = rs_tls_fast.start;
+	f->span = rs_tls_fast.span;
+	f->delta = relative ? rs_tls_fast.delta : 0;
+	atomic_signal_fence(memory_order_acquire);
+	if (atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != seq)
+		f->span = 0;
+}
+
+static inline void fast_cache_store(uint64_t seq, uintptr_t start, uintptr_t span, uint64_t delta)
+{
+	atomic_store_explicit(&rs_tls_fast.seq, 0, memory_order_relaxed);
+	atomic_signal_fence(memory_order_release);
+	rs_tls_fast.start = start;
+	rs_tls_fast.span = span;
+	rs_tls_fast.delta = delta;
+	atomic_signal_fence(memory_order_release);
+	atomic_store_explicit(&rs_tls_fast.seq, seq, memory_order_relaxed);
+}
+
+static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_view *v, bool relative)
 {
 	uint32_t slot = rs_objtab_view_slot(v);
 	uint64_t max_off = (uint64_t)(v->end - 1 - v->bias);
+	unsigned n = atomic_load_explicit(&rs_restorers, memory_order_acquire);
+	uint64_t delta;
 
 	f->span = 0;
 	if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP)
 		return;
-	for (unsigned i = 0; i < RS_RESTORERS; i++)
-		if (restorers[i] - v->start < v->end - v->start)
+	for (unsigned i = 0; i < n && i < RS_RESTORERS; i++)
+		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) - v->start < v->end - v->start)
 			return;
-	if (relative) {
-		if (v->bias > v->start || max_off > (slot ? RS_NATIVE_OFFSET_MASK : RS_NATIVE_MAIN_MASK))
-			return;
-		f->delta = (slot ? RS_NATIVE_FLAG | (uint64_t)slot << RS_NATIVE_INDEX_SHIFT : 0) -
-			   (uint64_t)v->bias;
-	} else {
-		f->delta = 0;
-	}
+	if (v->bias > v->start || max_off > (slot ? RS_NATIVE_OFFSET_MASK : RS_NATIVE_MAIN_MASK))
+		return; /* some offsets would not fit a word: each frame takes the slow path */
+	delta = (slot ? RS_NATIVE_FLAG | (uint64_t)slot << RS_NATIVE_INDEX_SHIFT : 0) - (uint64_t)v->bias;
+	f->delta = relative ? delta : 0;
 	f->start = v->start;
 	f->span = v->end - v->start;
+	fast_cache_store(v->seq, f->start, f->span, delta);
 }
 
 #define rs_load(addr) (*(const uintptr_t *)(addr))
@@ -218,13 +251,12 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uint32_t reasons = w->reasons, markers = 0;
 	const struct rs_stack_range *r;
 	uintptr_t fp = w->fp, lo = 0, hi, top, last = 0;
-	uintptr_t restorers[RS_RESTORERS];
 	struct fast_range f = { 0, 0, 0 };
 	unsigned skip = w->skip;
 	bool end = false;
 
-	for (unsigned i = 0; i < RS_RESTORERS; i++)
-		restorers[i] = atomic_load_explicit(&rs_restorer[i], memory_order_relaxed);
+	if (!skip) /* the fast path writes every frame: skipping takes the slow one */
+		fast_cache_load(&f, v->seq, relative);
 	if (w->pc) {
 		uint64_t word = code_word(v, w->pc, relative, &reasons);
 
@@ -337,7 +369,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				}
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 			} else if (!skip) {
-				fast_range_set(&f, v, relative, restorers);
+				fast_range_set(&f, v, relative);
 			}
 		}
 		if (skip)
