@@ -16,3 +16,7 @@ echo "== object table lookup"
 
 echo "== symbolizer"
 "$src/bench/symbolize.sh" "$build"
+
+echo "== stack capture"
+"$build/bench/bench_capture"
+"$src/bench/capture.sh" "$build/bench/bench_capture"
