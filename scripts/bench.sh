@@ -20,3 +20,6 @@ echo "== symbolizer"
 echo "== stack capture"
 "$build/bench/bench_capture"
 "$src/bench/capture.sh" "$build/bench/bench_capture"
+
+echo "== buffer file write path"
+"$src/bench/ring.sh" "$build"
