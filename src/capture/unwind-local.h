@@ -40,8 +40,9 @@ struct rs_thread_stack {
 };
 
 /*
- * The last fast range (unwind.c) this thread's walks used, valid while
- * the object table's latch sequence is still seq.  Written and read only
+ * The last fast range (unwind.c) this thread's walks used, and the last
+ * range its lookups found, valid while the object table's latch sequence
+ * is still seq (the same sequence means the same copy of the index).  Written and read only
  * by the thread itself; seq is 0 while the fields change (see
  * fast_cache_store()).
  */
@@ -49,6 +50,9 @@ struct rs_fast_cache {
 	_Atomic uint64_t seq;
 	uintptr_t start, span;
 	uint64_t delta; /* for relative words */
+	/* the last range the slow path's lookup found (a struct rs_objtab_view's) */
+	uintptr_t vstart, vend, vbias;
+	uint64_t vslot_flags;
 };
 
 /* The calling thread's cache, in initial-exec TLS: one %fs-relative access. */

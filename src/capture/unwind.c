@@ -155,29 +155,51 @@ __thread struct rs_fast_cache rs_tls_fast __attribute__((tls_model("initial-exec
  * (the second seq load, after the fields, catches it) or stores the same
  * values (same latch sequence, same table).
  */
-static inline void fast_cache_load(struct fast_range *f, uint64_t seq, bool relative)
+static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *v, bool relative, bool fast)
 {
+	uint64_t seq = v->seq;
+
 	/* pairs with the final seq store in fast_cache_store() */
 	if (atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != seq)
 		return;
 	atomic_signal_fence(memory_order_acquire);
-	f->start = rs_tls_fast.start;
-	f->span = rs_tls_fast.span;
-	f->delta = relative ? rs_tls_fast.delta : 0;
+	if (fast) {
+		f->start = rs_tls_fast.start;
+		f->span = rs_tls_fast.span;
+		f->delta = relative ? rs_tls_fast.delta : 0;
+	}
+	v->start = rs_tls_fast.vstart;
+	v->end = rs_tls_fast.vend;
+	v->bias = rs_tls_fast.vbias;
+	v->slot_flags = rs_tls_fast.vslot_flags;
 	atomic_signal_fence(memory_order_acquire);
-	if (atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != seq)
+	if (atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != seq) {
 		f->span = 0;
+		v->start = v->end = 0;
+	}
 }
 
-static inline void fast_cache_store(uint64_t seq, uintptr_t start, uintptr_t span, uint64_t delta)
+/* Store the view's range, and the fast range @f (NULL: keep the cached one if it is still valid). */
+static inline void fast_cache_store(const struct fast_range *f, const struct rs_objtab_view *v,
+				    uint64_t delta)
 {
+	uint64_t old = atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed);
+
 	atomic_store_explicit(&rs_tls_fast.seq, 0, memory_order_relaxed);
 	atomic_signal_fence(memory_order_release);
-	rs_tls_fast.start = start;
-	rs_tls_fast.span = span;
-	rs_tls_fast.delta = delta;
+	if (f) {
+		rs_tls_fast.start = f->start;
+		rs_tls_fast.span = f->span;
+		rs_tls_fast.delta = delta;
+	} else if (old != v->seq) {
+		rs_tls_fast.span = 0; /* made under another sequence */
+	}
+	rs_tls_fast.vstart = v->start;
+	rs_tls_fast.vend = v->end;
+	rs_tls_fast.vbias = v->bias;
+	rs_tls_fast.vslot_flags = v->slot_flags;
 	atomic_signal_fence(memory_order_release);
-	atomic_store_explicit(&rs_tls_fast.seq, seq, memory_order_relaxed);
+	atomic_store_explicit(&rs_tls_fast.seq, v->seq, memory_order_relaxed);
 }
 
 static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_view *v, bool relative)
@@ -199,7 +221,7 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	f->delta = relative ? delta : 0;
 	f->start = v->start;
 	f->span = v->end - v->start;
-	fast_cache_store(v->seq, f->start, f->span, delta);
+	fast_cache_store(f, v, delta);
 }
 
 #define rs_load(addr) (*(const uintptr_t *)(addr))
@@ -255,8 +277,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	unsigned skip = w->skip;
 	bool end = false;
 
-	if (!skip) /* the fast path writes every frame: skipping takes the slow one */
-		fast_cache_load(&f, v->seq, relative);
+	/* the fast path writes every frame: skipping takes the slow one */
+	fast_cache_load(&f, v, relative, !skip);
 	if (w->pc) {
 		uint64_t word = code_word(v, w->pc, relative, &reasons);
 
@@ -391,6 +413,9 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
+	if (v->end && (rs_tls_fast.vstart != v->start ||
+		       atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != v->seq))
+		fast_cache_store(NULL, v, 0);
 	if (reasons)
 		w->end_fp = 0;
 	else
