@@ -39,14 +39,83 @@
 
 /* ---- the relstack tool ---- */
 
+/*
+ * Output is formatted by hand: printf's format parsing would cost more
+ * than the lookups it prints (addr2line writes its answers with fputs).
+ */
+struct outbuf {
+	char buf[1 << 16];
+	size_t used;
+};
+
+static void out_flush(struct outbuf *o)
+{
+	fwrite(o->buf, 1, o->used, stdout);
+	o->used = 0;
+}
+
+static void out_str(struct outbuf *o, const char *str)
+{
+	size_t n = strlen(str);
+
+	if (o->used + n > sizeof(o->buf))
+		out_flush(o);
+	if (n > sizeof(o->buf)) {
+		fwrite(str, 1, n, stdout);
+		return;
+	}
+	memcpy(o->buf + o->used, str, n);
+	o->used += n;
+}
+
+static void out_num(struct outbuf *o, uint64_t v, unsigned base)
+{
+	char tmp[24];
+	int i = sizeof(tmp);
+
+	do {
+		tmp[--i] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	if (o->used + sizeof(tmp) > sizeof(o->buf))
+		out_flush(o);
+	memcpy(o->buf + o->used, tmp + i, sizeof(tmp) - (size_t)i);
+	o->used += sizeof(tmp) - (size_t)i;
+}
+
+static void out_loc(struct outbuf *o, const char *file, unsigned line)
+{
+	out_str(o, file ? file : "??");
+	out_str(o, ":");
+	out_num(o, line, 10);
+	out_str(o, "\n");
+}
+
+static uint64_t parse_addr(const char *p)
+{
+	uint64_t v = 0;
+
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		p += 2;
+	for (;; p++) {
+		unsigned c = (unsigned char)*p;
+
+		if (c - '0' < 10)
+			v = v << 4 | (c - '0');
+		else if ((c | 0x20) - 'a' < 6)
+			v = v << 4 | ((c | 0x20) - 'a' + 10);
+		else
+			return v;
+	}
+}
+
 static int run_tool(int argc, char **argv)
 {
 	struct rs_symbolizer_opts o = { .sz = sizeof(o), .lines = true };
 	const char *obj_path = NULL, *dirs[16];
+	static struct outbuf out;
 	struct relstack_object obj;
 	struct rs_symbolizer *s;
-	static char out[1 << 16];
-	size_t used = 0;
 	char line[256];
 	int h, opt, err;
 
@@ -80,36 +149,29 @@ static int run_tool(int argc, char **argv)
 		rs_symbolizer_free(s);
 		return 1;
 	}
-	while (fgets(line, sizeof(line), stdin)) {
-		uint64_t addr = strtoull(line, NULL, 16);
+	while (fgets_unlocked(line, sizeof(line), stdin)) {
 		struct rs_sym sym;
-		int n;
 
-		if (used > sizeof(out) - 1024) {
-			fwrite(out, 1, used, stdout);
-			used = 0;
+		if (rs_symbolize(s, h, parse_addr(line), &sym) == 0) {
+			out_str(&out, sym.name);
+			out_str(&out, "+0x");
+			out_num(&out, sym.symoff, 16);
+			out_str(&out, "\n");
+		} else {
+			out_str(&out, "?? (");
+			out_str(&out, rs_sym_reason_str(sym.reason));
+			out_str(&out, ")\n");
 		}
-		if (rs_symbolize(s, h, addr, &sym) == 0)
-			n = snprintf(out + used, 512, "%.400s+0x%llx\n", sym.name, (unsigned long long)sym.symoff);
-		else
-			n = snprintf(out + used, 512, "?? (%s)\n", rs_sym_reason_str(sym.reason));
-		used += (size_t)n;
-		if (o.lines) {
-			for (unsigned k = 0; k < sym.n_inlined; k++) {
-				n = snprintf(out + used, 512, "%.200s (inlined) %.200s:%u\n",
-					     sym.inlined[k].name ? sym.inlined[k].name : "??",
-					     sym.inlined[k].file ? sym.inlined[k].file : "??", sym.inlined[k].line);
-				used += (size_t)n;
-				if (used > sizeof(out) - 1024) {
-					fwrite(out, 1, used, stdout);
-					used = 0;
-				}
-			}
-			n = snprintf(out + used, 512, "%.400s:%u\n", sym.file ? sym.file : "??", sym.line);
-			used += (size_t)n;
+		if (!o.lines)
+			continue;
+		for (unsigned k = 0; k < sym.n_inlined; k++) {
+			out_str(&out, sym.inlined[k].name ? sym.inlined[k].name : "??");
+			out_str(&out, " (inlined) ");
+			out_loc(&out, sym.inlined[k].file, sym.inlined[k].line);
 		}
+		out_loc(&out, sym.file, sym.line);
 	}
-	fwrite(out, 1, used, stdout);
+	out_flush(&out);
 	rs_symbolizer_free(s);
 	return 0;
 }

@@ -403,7 +403,7 @@ static enum check open_checked(struct resolve *r, const char *path, struct elf_f
 	if (f->fd < 0)
 		return CHECK_MISSING;
 	note_tried(r, path);
-	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP_PRIVATE, NULL);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {
 		elf_file_close(f);
 		return CHECK_NOT_ELF;

@@ -101,6 +101,44 @@ static int push_range(struct urange **v, size_t *n, size_t *cap, uint64_t lo, ui
 	return 0;
 }
 
+/*
+ * dwarf_begin_elf() decompresses every compressed debug section up front;
+ * in Debian's debug files that is most of the start-up time, and location
+ * lists, frame tables, macros and the name indexes are never read here.
+ * Marking them SHT_NOBITS in the in-memory section headers makes libdw
+ * skip them.  Only done on an Elf opened ELF_C_READ_MMAP_PRIVATE (or from
+ * memory), whose headers are private to this process.
+ */
+static void skip_unused_sections(Elf *elf)
+{
+	static const char *const unused[] = {
+		".debug_loclists", ".debug_loc", ".debug_frame", ".debug_macro", ".debug_macinfo",
+		".debug_pubnames", ".debug_pubtypes", ".debug_names", ".debug_aranges",
+	};
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, shdr.sh_name);
+		if (!name || strncmp(name, ".debug_", 7))
+			continue;
+		for (size_t i = 0; i < sizeof(unused) / sizeof(unused[0]); i++) {
+			if (!strcmp(name, unused[i])) {
+				shdr.sh_type = SHT_NOBITS;
+				gelf_update_shdr(scn, &shdr);
+				break;
+			}
+		}
+	}
+}
+
 struct rs_symdwarf *rs_symdwarf_new(Elf *elf)
 {
 	struct rs_symdwarf *d = calloc(1, sizeof(*d));
@@ -109,6 +147,7 @@ struct rs_symdwarf *rs_symdwarf_new(Elf *elf)
 
 	if (!d)
 		return NULL;
+	skip_unused_sections(elf);
 	d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 	if (!d->dw) {
 		free(d);

@@ -65,7 +65,12 @@ struct rs_dwinline {
 	struct rs_dwloc call;   /* where it was inlined into its caller */
 };
 
-/* A DWARF reader over @elf (which must outlive it).  NULL if @elf has no usable DWARF. */
+/*
+ * A DWARF reader over @elf, which must outlive it and be opened
+ * ELF_C_READ_MMAP_PRIVATE or from memory: the section headers of debug
+ * sections never read here are edited so that libdw skips them.  NULL if
+ * @elf has no usable DWARF.
+ */
 struct rs_symdwarf *rs_symdwarf_new(Elf *elf);
 void rs_symdwarf_free(struct rs_symdwarf *d);
 
