@@ -219,14 +219,14 @@ int main(int argc, char **argv)
 	printf("ring_write_d32: ratio %.3f vs write2\n", ns[0] / ns[3]);
 	printf("ring_whole_d32: ratio %.2f vs memcpy\n", ns[1] / ns[2]);
 	printf("ring_whole_d32: ratio %.3f vs write2\n", ns[1] / ns[3]);
-	r1 = rate(1, 200000);
-	r2 = rate(2, 200000);
+	r1 = rate(1, 1000000);
+	r2 = rate(2, 1000000);
 	printf("ring_rate_1thread: %.0f records/s\n", r1);
 	printf("ring_rate_2threads: %.0f records/s\n", r2);
 	printf("ring_scaling_2threads: %.2f x\n", r2 / r1);
 	rate_fn = do_write;
-	r1 = rate(1, 400000);
-	r2 = rate(2, 400000);
+	r1 = rate(1, 2000000);
+	r2 = rate(2, 2000000);
 	printf("ring_write_rate_1thread: %.0f records/s\n", r1);
 	printf("ring_write_rate_2threads: %.0f records/s\n", r2);
 	printf("ring_write_scaling_2threads: %.2f x\n", r2 / r1);
