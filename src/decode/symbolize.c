@@ -656,11 +656,7 @@ static void resolve(struct rs_symbolizer *s, struct object *o)
 	};
 
 	src->resolved = true;
-	if ((obj->flags & RELSTACK_OBJECT_VDSO) && !m) {
-		src->reason = RS_SYM_VDSO;
-		src->err = -RELSTACK_ENOSYMBOLS;
-		return;
-	}
+	/* the vDSO has no file, but may have a debug file by build-id or an nm file */
 	if (!(obj->flags & RELSTACK_OBJECT_VDSO) && obj->path[0] && obj->path[0] != '[')
 		try_path(&r, obj->path, false, 0);
 	for (size_t i = 0; i < s->n_debug_dirs && !done(&r); i++)
@@ -698,6 +694,11 @@ static void resolve(struct rs_symbolizer *s, struct object *o)
 	} else if (r.mismatch) {
 		src->reason = RS_SYM_BUILD_ID_MISMATCH;
 		src->err = -RELSTACK_EBUILDID;
+	} else if (obj->flags & RELSTACK_OBJECT_VDSO) {
+		src->reason = RS_SYM_VDSO;
+		src->err = -RELSTACK_ENOSYMBOLS;
+		free(src->errmsg);
+		src->errmsg = NULL; /* nothing went wrong: the vDSO simply has no file */
 	} else if (r.bad) {
 		src->reason = RS_SYM_BAD_SOURCE;
 		src->err = -RELSTACK_ECORRUPT;

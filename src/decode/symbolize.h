@@ -16,6 +16,9 @@
  *      the file's directory;
  *   4. an nm(1)/System.map text file given with rs_symbolizer_add_map().
  *
+ * The vDSO (RELSTACK_OBJECT_VDSO) skips 1; its frames say RS_SYM_VDSO
+ * when neither 2 nor 4 names it.
+ *
  * Names come from the first full symbol table (.symtab) among 1-3, else
  * from the nm file, else from the file's .dynsym.  file:line and inlined
  * frames come from the first of 1-3 that has DWARF.  A file with another

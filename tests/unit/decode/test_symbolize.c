@@ -517,6 +517,31 @@ static void frames_without_a_name_say_why(void **state)
 	(void)state;
 }
 
+static void the_vdso_is_named_from_a_debug_file_found_by_build_id(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	char hexid[2 * RELSTACK_BUILD_ID_MAX + 1];
+	struct rs_symbolizer *s;
+	uint64_t addr, size;
+	struct rs_sym sym;
+	int h;
+
+	/* a vDSO record whose build-id happens to be the fixture's */
+	obj.flags = RELSTACK_OBJECT_VDSO;
+	snprintf(obj.path, sizeof(obj.path), "[vdso]");
+	build_id_hex(&obj, hexid);
+	sh("mkdir -p '%s/vdso-debug/.build-id/%.2s'", tmp, hexid);
+	sh("objcopy --only-keep-debug '%s' '%s/vdso-debug/.build-id/%.2s/%s.debug'", SYMFIX_PATH, tmp, hexid,
+	   hexid + 2);
+	nm_symbol(SYMFIX_PATH, "symfix_leaf", &addr, &size);
+	s = new_symbolizer(false, false, tpath("vdso-debug"));
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, addr, &sym), 0);
+	assert_string_equal(sym.name, "symfix_leaf");
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
 static void objects_of_one_build_share_one_load(void **state)
 {
 	struct relstack_object obj = fixture_record(SYMFIX_PATH);
@@ -703,6 +728,7 @@ int main(void)
 		cmocka_unit_test(an_nm_file_of_another_build_is_refused_naming_the_file),
 		cmocka_unit_test(kernel_offsets_count_from_stext_in_a_system_map),
 		cmocka_unit_test(frames_without_a_name_say_why),
+		cmocka_unit_test(the_vdso_is_named_from_a_debug_file_found_by_build_id),
 		cmocka_unit_test(objects_of_one_build_share_one_load),
 		cmocka_unit_test(a_truncated_elf_file_gives_no_name_and_no_crash),
 		cmocka_unit_test(names_and_lines_agree_with_addr2line),
