@@ -42,12 +42,14 @@ struct rs_thread_stack {
 /*
  * The last fast range (unwind.c) this thread's walks used, and the last
  * range its lookups found, valid while the object table's latch sequence
- * is still seq (the same sequence means the same copy of the index).  Written and read only
- * by the thread itself; seq is 0 while the fields change (see
- * fast_cache_store()).
+ * is still seq (the same sequence means the same copy of the index).
+ * Written and read only by the thread itself, signal handlers included:
+ * see fast_cache_load() and fast_cache_store() for the protocol.
  */
 struct rs_fast_cache {
-	_Atomic uint64_t seq;
+	_Atomic uint64_t gen; /* odd while a store is in progress */
+	_Atomic int busy;     /* a store is in progress: a nested one skips */
+	uint64_t seq;
 	uintptr_t start, span;
 	uint64_t delta; /* for relative words */
 	/* the last range the slow path's lookup found (a struct rs_objtab_view's) */

@@ -150,56 +150,81 @@ struct fast_range {
 __thread struct rs_fast_cache rs_tls_fast __attribute__((tls_model("initial-exec")));
 
 /*
- * The thread's cached fast range.  A signal handler that interrupts this
- * function on the same thread and stores another range leaves seq changed
- * (the second seq load, after the fields, catches it) or stores the same
- * values (same latch sequence, same table).
+ * The thread's cache (struct rs_fast_cache).  Only this thread touches it,
+ * but a signal handler can interrupt a load or a store and run captures
+ * of its own, so:
+ *
+ *   store:  S1  busy exchange 0 -> 1; if it was 1, an interrupted store is
+ *               under way: give up (stores never nest)
+ *           S2  gen++ (now odd)
+ *           S3  write the fields
+ *           S4  gen++ (even again); busy = 0
+ *   load:   L1  g = gen; odd: a store was interrupted, use nothing
+ *           L2  read the fields
+ *           L3  gen != g: a handler stored in between, use nothing
+ *
+ * gen only grows, so L3 cannot be fooled by a store that put it back.
+ * The compiler fences order the steps against a handler on this thread,
+ * which is the only concurrency there is.
  */
 static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *v, bool relative, bool fast)
 {
-	uint64_t seq = v->seq;
+	/* L1: pairs with S4 */
+	uint64_t g = atomic_load_explicit(&rs_tls_fast.gen, memory_order_relaxed);
+	struct fast_range nf;
+	uintptr_t vs, ve, vb;
+	uint64_t vf;
 
-	/* pairs with the final seq store in fast_cache_store() */
-	if (atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != seq)
+	if ((g & 1) || rs_tls_fast.seq != v->seq)
 		return;
 	atomic_signal_fence(memory_order_acquire);
-	if (fast) {
-		f->start = rs_tls_fast.start;
-		f->span = rs_tls_fast.span;
-		f->delta = relative ? rs_tls_fast.delta : 0;
-	}
-	v->start = rs_tls_fast.vstart;
-	v->end = rs_tls_fast.vend;
-	v->bias = rs_tls_fast.vbias;
-	v->slot_flags = rs_tls_fast.vslot_flags;
+	/* L2 */
+	nf.start = rs_tls_fast.start;
+	nf.span = rs_tls_fast.span;
+	nf.delta = relative ? rs_tls_fast.delta : 0;
+	vs = rs_tls_fast.vstart;
+	ve = rs_tls_fast.vend;
+	vb = rs_tls_fast.vbias;
+	vf = rs_tls_fast.vslot_flags;
 	atomic_signal_fence(memory_order_acquire);
-	if (atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != seq) {
-		f->span = 0;
-		v->start = v->end = 0;
-	}
+	/* L3: pairs with S2 */
+	if (atomic_load_explicit(&rs_tls_fast.gen, memory_order_relaxed) != g)
+		return;
+	if (fast)
+		*f = nf;
+	v->start = vs;
+	v->end = ve;
+	v->bias = vb;
+	v->slot_flags = vf;
 }
 
 /* Store the view's range, and the fast range @f (NULL: keep the cached one if it is still valid). */
 static inline void fast_cache_store(const struct fast_range *f, const struct rs_objtab_view *v,
 				    uint64_t delta)
 {
-	uint64_t old = atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed);
-
-	atomic_store_explicit(&rs_tls_fast.seq, 0, memory_order_relaxed);
+	/* S1 */
+	if (atomic_exchange_explicit(&rs_tls_fast.busy, 1, memory_order_relaxed))
+		return;
+	/* S2: pairs with L3 */
+	atomic_fetch_add_explicit(&rs_tls_fast.gen, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_release);
+	/* S3 */
 	if (f) {
 		rs_tls_fast.start = f->start;
 		rs_tls_fast.span = f->span;
 		rs_tls_fast.delta = delta;
-	} else if (old != v->seq) {
+	} else if (rs_tls_fast.seq != v->seq) {
 		rs_tls_fast.span = 0; /* made under another sequence */
 	}
+	rs_tls_fast.seq = v->seq;
 	rs_tls_fast.vstart = v->start;
 	rs_tls_fast.vend = v->end;
 	rs_tls_fast.vbias = v->bias;
 	rs_tls_fast.vslot_flags = v->slot_flags;
 	atomic_signal_fence(memory_order_release);
-	atomic_store_explicit(&rs_tls_fast.seq, v->seq, memory_order_relaxed);
+	/* S4: pairs with L1 */
+	atomic_fetch_add_explicit(&rs_tls_fast.gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&rs_tls_fast.busy, 0, memory_order_relaxed);
 }
 
 static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_view *v, bool relative)
@@ -413,8 +438,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
-	if (v->end && (rs_tls_fast.vstart != v->start ||
-		       atomic_load_explicit(&rs_tls_fast.seq, memory_order_relaxed) != v->seq))
+	if (v->end && (rs_tls_fast.vstart != v->start || rs_tls_fast.seq != v->seq))
 		fast_cache_store(NULL, v, 0);
 	if (reasons)
 		w->end_fp = 0;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Captures on many threads at once, while another thread dlopens and
- * dlcloses plugins and re-scans the object table: every capture of the
- * chain gets the same verdict and names the same frames as the thread's
- * first one, and that verdict is "reliable".
+ * dlcloses plugins and re-scans the object table, and a third sends the
+ * workers signals whose handlers capture too: every capture of the chain
+ * gets the same verdict and names the same frames as the thread's first
+ * one, and that verdict is "reliable"; no capture in a handler is ever
+ * reliable, and none faults.
  *
  * Under ThreadSanitizer the program carries the sanitizer's runtime,
  * built without frame pointers, and each thread starts in it
@@ -13,6 +15,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -51,6 +54,7 @@ static _Atomic unsigned loads; /* dlopen/dlclose cycles done by the churn thread
 
 struct worker {
 	unsigned mismatched, captures;
+	unsigned handled, handler_reliable, context_not_async;
 	int first_n;
 	uint32_t first_reasons;
 	uint64_t first[MAXW];
@@ -104,14 +108,56 @@ __attribute__((noinline)) void threads_from_dl(void *arg)
 	__asm__ volatile("" ::: "memory");
 }
 
+/* What this thread's signal handlers saw. */
+static __thread volatile unsigned t_handled;
+static __thread unsigned t_handler_reliable, t_context_not_async;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	uint64_t words[MAXW];
+	struct relstack_verdict v;
+
+	relstack_capture(words, MAXW, 0, 0, &v);
+	t_handler_reliable += v.reasons == 0;
+	relstack_capture_context(uc, words, MAXW, 0, &v);
+	t_context_not_async += !(v.reasons & RELSTACK_UNRELIABLE_ASYNC_START);
+	t_handled++;
+}
+
+static pthread_t workers[THREADS];
+static _Atomic int workers_done;
+
+static void *signaller_main(void *arg)
+{
+	while (atomic_load(&workers_done) < THREADS) {
+		for (unsigned i = 0; i < THREADS; i++)
+			pthread_kill(workers[i], SIGUSR1);
+		sched_yield();
+	}
+	return arg;
+}
+
 static void *worker_main(void *arg)
 {
+	struct worker *w = arg;
+	sigset_t set;
+
 	relstack_thread_register();
 	while (!atomic_load(&loads)) /* start once the table has changed at least once */
 		sched_yield();
 	for (unsigned i = 0; i < CAPTURES; i++)
 		rs_unwind_fp_call(threads_from_dl, arg);
 	__asm__ volatile("" ::: "memory");
+	while (!t_handled) /* the signaller keeps sending until every worker is done */
+		sched_yield();
+	/* no more signals here: the counts are final */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	w->handled = t_handled;
+	w->handler_reliable = t_handler_reliable;
+	w->context_not_async = t_context_not_async;
+	atomic_fetch_add(&workers_done, 1);
 	return arg;
 }
 
@@ -140,19 +186,34 @@ static void *churn_main(void *arg)
 static void many_threads_get_the_same_verdict_and_frames_while_objects_come_and_go(void **state)
 {
 	static struct worker w[THREADS];
-	pthread_t t[THREADS], churn;
+	struct sigaction sa;
+	pthread_t churn, sig;
+	unsigned handled = 0;
 
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
 	assert_int_equal(pthread_create(&churn, NULL, churn_main, NULL), 0);
 	for (unsigned i = 0; i < THREADS; i++)
-		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+		assert_int_equal(pthread_create(&workers[i], NULL, worker_main, &w[i]), 0);
+	assert_int_equal(pthread_create(&sig, NULL, signaller_main, NULL), 0);
+	/* the signaller stops once every worker is done: no signal to a joined thread */
+	assert_int_equal(pthread_join(sig, NULL), 0);
 	for (unsigned i = 0; i < THREADS; i++)
-		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(pthread_join(workers[i], NULL), 0);
 	atomic_store(&stop, 1);
 	assert_int_equal(pthread_join(churn, NULL), 0);
+	signal(SIGUSR1, SIG_IGN);
 
 	for (unsigned i = 0; i < THREADS; i++) {
 		assert_int_equal(w[i].captures, CAPTURES);
 		assert_int_equal(w[i].mismatched, 0);
+		assert_int_equal(w[i].handler_reliable, 0);
+		assert_int_equal(w[i].context_not_async, 0);
+		assert_true(w[i].handled > 0);
+		handled += w[i].handled;
 		assert_int_equal(w[i].rel_addr_mismatch, 0);
 #ifdef UNDER_TSAN
 		assert_true(w[i].first_reasons & RELSTACK_UNRELIABLE_NO_FP_OBJECT);
@@ -166,6 +227,7 @@ static void many_threads_get_the_same_verdict_and_frames_while_objects_come_and_
 #endif
 	}
 	assert_true(atomic_load(&loads) > 0);
+	printf("signal handlers that captured: %u\n", handled);
 }
 
 int main(void)
