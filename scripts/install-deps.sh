@@ -6,7 +6,7 @@ set -eu
 
 pkgs="meson ninja-build pkg-config gcc clang libclang-rt-14-dev llvm-14
 libcmocka-dev libelf-dev libdw-dev elfutils libunwind-dev
-binutils gdb valgrind libc6-dbg"
+binutils gdb valgrind libc6-dbg python3"
 
 missing=""
 for p in $pkgs; do
