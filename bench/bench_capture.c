@@ -228,10 +228,10 @@ int main(int argc, char **argv)
 		for (int m = 0; m < NMETHODS; m++) {
 			ns[m] = time_ns((enum method)m, depths[d], &frames[m], &reasons[m]);
 			printf("capture_%s_d%u: %.1f ns/capture\n", method_names[m], depths[d], ns[m]);
-			printf("capture_%s_d%u_frame: %.2f ns/frame (%d frames)\n", method_names[m], depths[d],
-			       ns[m] / frames[m], frames[m]);
+			printf("capture_%s_d%u_frame: %.2f ns/frame\n", method_names[m], depths[d], ns[m] / frames[m]);
+			printf("capture_%s_d%u_frames: %d frames\n", method_names[m], depths[d], frames[m]);
 		}
-		printf("capture_relstack_d%u_verdict: reasons 0x%x\n", depths[d], reasons[RELSTACK]);
+		printf("capture_relstack_d%u_reasons: %u reasons\n", depths[d], reasons[RELSTACK]); /* 0: reliable */
 		for (int p = FP_FLOOR; p < NMETHODS; p++)
 			printf("capture_relstack_d%u: ratio %.2f vs %s\n", depths[d], ns[RELSTACK] / ns[p],
 			       method_names[p]);

@@ -23,7 +23,6 @@ count() { # METHOD DEPTH N -> total Ir
 }
 
 for d in 8 32 128; do
-	# frames per capture, as the timing run reports them
 	for m in $methods; do
 		a=$(count "$m" "$d" "$n1")
 		b=$(count "$m" "$d" "$n2")
@@ -35,7 +34,7 @@ for d in 8 32 128; do
 		eval "v=\$ir_$m"
 		f=$("$prog" "$m" "$d" frames)
 		awk -v v="$v" -v f="$f" -v n="capture_${m}_d${d}_ir_frame" \
-			'BEGIN { printf "%s: %.1f instructions/frame (%d frames)\n", n, v / f, f }'
+			'BEGIN { printf "%s: %.1f instructions/frame\n", n, v / f }'
 	done
 	for p in fp_floor unw_backtrace glibc relstack_abs; do
 		eval "v=\$ir_$p"
