@@ -23,6 +23,15 @@ import unittest
 RELSTACK, DEMO, PLUGIN = sys.argv[1:4]
 del sys.argv[1:4]
 
+# Under AddressSanitizer the demo's SIGSEGV must reach relstack's crash
+# handler and then the default action, as it does in a normal build.
+DEMO_ENV = dict(os.environ)
+DEMO_ENV["ASAN_OPTIONS"] = DEMO_ENV.get("ASAN_OPTIONS", "") + ":handle_segv=0:handle_abort=0"
+
+
+def run_demo(path, plugin):
+    return subprocess.run([DEMO, path, plugin], capture_output=True, timeout=60, env=DEMO_ENV)
+
 
 def run(*args, check=None):
     p = subprocess.run([RELSTACK, *args], capture_output=True, text=True, timeout=120)
@@ -38,7 +47,7 @@ class Cli(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="relstack-cli-")
         cls.file = os.path.join(cls.tmp, "demo.rsb")
-        p = subprocess.run([DEMO, cls.file, PLUGIN], capture_output=True, timeout=60)
+        p = run_demo(cls.file, PLUGIN)
         assert p.returncode == -signal.SIGSEGV, f"demo exited {p.returncode}: {p.stderr!r}"
         with open(cls.file, "rb") as f:
             cls.data = f.read()
@@ -157,7 +166,7 @@ class Cli(unittest.TestCase):
     def test_previous_run_survives_a_new_run(self):
         path = os.path.join(self.tmp, "two-runs.rsb")
         shutil.copy(self.file, path)
-        p = subprocess.run([DEMO, path, PLUGIN], capture_output=True, timeout=60)
+        p = run_demo(path, PLUGIN)
         self.assertEqual(p.returncode, -signal.SIGSEGV)
         prev = run("report", "--run", "previous", "--event", "crash", path, check=0).stdout
         self.assertIn("cache_flush", prev)
@@ -214,7 +223,7 @@ class Cli(unittest.TestCase):
         plug = os.path.join(d, "librelstack-demo-plugin.so")
         shutil.copy(PLUGIN, plug)
         path = os.path.join(d, "f.rsb")
-        p = subprocess.run([DEMO, path, plug], capture_output=True, timeout=60)
+        p = run_demo(path, plug)
         self.assertEqual(p.returncode, -signal.SIGSEGV)
         nm = subprocess.run(["nm", plug], capture_output=True, text=True).stdout
         shutil.copy(DEMO, plug)  # another build at the recorded path
