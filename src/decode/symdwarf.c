@@ -328,12 +328,22 @@ static bool descend_into(int tag)
 	return false;
 }
 
+/*
+ * The linkage name first, as addr2line and llvm-symbolizer print it: it
+ * is the symbol-table spelling (mangled C++, or an asm label such as
+ * glibc's __GI_ names), so it matches the names of the symbol index.
+ */
 static const char *die_name(Dwarf_Die *die)
 {
+	static const unsigned attrs[] = { DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name };
 	Dwarf_Attribute a;
 
-	if (dwarf_attr_integrate(die, DW_AT_name, &a))
-		return dwarf_formstring(&a);
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		const char *name;
+
+		if (dwarf_attr_integrate(die, attrs[i], &a) && (name = dwarf_formstring(&a)))
+			return name;
+	}
 	return NULL;
 }
 

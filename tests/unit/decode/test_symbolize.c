@@ -719,6 +719,151 @@ static void libc_is_named_from_its_debian_debug_file_found_by_build_id(void **st
 	(void)state;
 }
 
+struct nmsym {
+	uint64_t addr, size;
+	char type;
+	char *name;
+};
+
+static int nmsym_cmp(const void *pa, const void *pb)
+{
+	const struct nmsym *a = pa, *b = pb;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Every defined symbol of @file, sorted by address. */
+static struct nmsym *nm_all(const char *file, size_t *n)
+{
+	char cmd[8192], line[4096];
+	struct nmsym *v = NULL;
+	size_t cap = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm -S --defined-only '%s'", file);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	*n = 0;
+	while (fgets(line, sizeof(line), p)) {
+		unsigned long long a, sz = 0;
+		char t, name[2048];
+
+		if (sscanf(line, "%llx %llx %c %2047s", &a, &sz, &t, name) != 4 &&
+		    sscanf(line, "%llx %c %2047s", &a, &t, name) != 3)
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 4096;
+			v = realloc(v, cap * sizeof(*v));
+			assert_non_null(v);
+		}
+		v[(*n)++] = (struct nmsym){ a, sz, t, strdup(name) };
+	}
+	pclose(p);
+	qsort(v, *n, sizeof(*v), nmsym_cmp);
+	return v;
+}
+
+/* A symbol name as DWARF would give it: no symbol version, no GCC clone suffix. */
+static void base_symbol(const char *in, char *out, size_t len)
+{
+	static const char *const clones[] = { ".part.", ".constprop.", ".isra.", ".cold" };
+
+	snprintf(out, len, "%s", in);
+	out[strcspn(out, "@")] = '\0';
+	for (size_t i = 0; i < sizeof(clones) / sizeof(clones[0]); i++) {
+		char *c = strstr(out, clones[i]);
+
+		if (c)
+			*c = '\0';
+	}
+}
+
+/*
+ * addr2line -f prints the DWARF name of the innermost function at an
+ * address: ours for inlined code, otherwise one of the symbol-table
+ * aliases at the start of our function, as DWARF spells it.
+ */
+static void libc_names_agree_with_addr2line_on_sampled_addresses(void **state)
+{
+	struct rs_symbolizer_opts o = { .sz = sizeof(o), .lines = true, .inlines = true };
+	char libc[4096] = "", hexid[2 * RELSTACK_BUILD_ID_MAX + 1], dbg[4096], cmd[16384];
+	struct relstack_object obj;
+	struct rs_symbolizer *s;
+	struct nmsym *syms, **fns;
+	size_t n, nfn = 0;
+	uint64_t addrs[2000];
+	FILE *in, *p;
+	int h;
+
+	dl_iterate_phdr(find_libc, libc);
+	assert_int_equal(rs_object_from_file(libc, &obj), 0);
+	build_id_hex(&obj, hexid);
+	snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", hexid, hexid + 2);
+	if (access(dbg, R_OK) != 0) {
+		print_message("skipped: %s is missing (Debian package libc6-dbg)\n", dbg);
+		skip();
+	}
+	syms = nm_all(dbg, &n);
+	fns = calloc(n, sizeof(*fns));
+	assert_non_null(fns);
+	for (size_t i = 0; i < n; i++)
+		if (syms[i].size && strchr("tTwWi", syms[i].type))
+			fns[nfn++] = &syms[i];
+	assert_true(nfn > 1000);
+
+	in = fopen(tpath("libc.addrs"), "w");
+	assert_non_null(in);
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		struct nmsym *f = fns[next_rand() % nfn];
+
+		addrs[i] = f->addr + next_rand() % f->size;
+		fprintf(in, "0x%llx\n", (unsigned long long)addrs[i]);
+	}
+	fclose(in);
+	snprintf(cmd, sizeof(cmd), "addr2line -f -e '%s' < '%s'", libc, tpath("libc.addrs"));
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	s = rs_symbolizer_new(&o);
+	assert_non_null(s);
+	h = add_object(s, &obj);
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++) {
+		char want[2048], loc[4096], base[2048];
+		struct rs_sym sym;
+		bool ok = false;
+
+		assert_non_null(fgets(want, sizeof(want), p));
+		assert_non_null(fgets(loc, sizeof(loc), p));
+		want[strcspn(want, "\n")] = '\0';
+		assert_int_equal(rs_symbolize(s, h, addrs[i], &sym), 0);
+		assert_string_equal(sym.source, dbg);
+		if (sym.n_inlined) {
+			ok = !strcmp(sym.inlined[0].name, want);
+		} else {
+			/* the aliases at our function's start */
+			struct nmsym key = { .addr = addrs[i] - sym.symoff };
+			struct nmsym *hit = bsearch(&key, syms, n, sizeof(*syms), nmsym_cmp);
+
+			while (hit && hit > syms && hit[-1].addr == key.addr)
+				hit--;
+			for (; hit && hit < syms + n && hit->addr == key.addr && !ok; hit++) {
+				base_symbol(hit->name, base, sizeof(base));
+				ok = !strcmp(base, want);
+			}
+		}
+		if (!ok)
+			fail_msg("libc 0x%llx: relstack says %s (%u inlined: %s), addr2line says %s",
+				 (unsigned long long)addrs[i], sym.name, sym.n_inlined,
+				 sym.n_inlined ? sym.inlined[0].name : "-", want);
+	}
+	pclose(p);
+	rs_symbolizer_free(s);
+	for (size_t i = 0; i < n; i++)
+		free(syms[i].name);
+	free(syms);
+	free(fns);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -738,6 +883,7 @@ int main(void)
 		cmocka_unit_test(a_truncated_elf_file_gives_no_name_and_no_crash),
 		cmocka_unit_test(names_and_lines_agree_with_addr2line),
 		cmocka_unit_test(libc_is_named_from_its_debian_debug_file_found_by_build_id),
+		cmocka_unit_test(libc_names_agree_with_addr2line_on_sampled_addresses),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
