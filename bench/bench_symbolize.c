@@ -15,6 +15,11 @@
  *   bench_symbolize [BIGPROG BIGPROG_SYMTAB]   run the benchmark
  *   bench_symbolize run [-n|-l|-i] [-d DIR] -e OBJ   symbolize stdin (the relstack tool)
  *
+ * Modes: names (symbol table only), lines (names and file:line, against
+ * addr2line -f, eu-addr2line -f and llvm-symbolizer --no-inlines, which
+ * all print both), inlines (inlined frames too, against addr2line -f -i
+ * and llvm-symbolizer --inlines).
+ *
  * Prints `<name>: <value> <unit>` and `<name>: ratio <x> vs <peer>` with
  * x = relstack's cost / the peer's = peer rate / relstack rate.
  */
@@ -345,11 +350,18 @@ static void bench_target(const char *self, const char *target, const char *obj, 
 
 	snprintf(objarg, sizeof(objarg), "--obj=%s", obj);
 	char *llvm[] = { "llvm-symbolizer-14", "--no-inlines", objarg, NULL };
+	char *inl[] = { (char *)self, "run", "-i", "-e", (char *)obj, NULL };
+	char *a2li[] = { "addr2line", "-f", "-i", "-e", (char *)obj, NULL };
+	char *llvmi[] = { "llvm-symbolizer-14", "--inlines", objarg, NULL };
 	struct result rn = measure(names, addrs);
 	struct result rl = has_dwarf ? measure(lines, addrs) : (struct result){ 0 };
 	struct result pa = measure(a2l, addrs);
 	struct result pe = measure(eu, addrs);
 	struct result pl = measure(llvm, addrs);
+	/* inlined frames too (eu-addr2line -i is left out: it takes minutes) */
+	struct result ri = has_dwarf ? measure(inl, addrs) : (struct result){ 0 };
+	struct result pai = has_dwarf ? measure(a2li, addrs) : (struct result){ 0 };
+	struct result pli = has_dwarf ? measure(llvmi, addrs) : (struct result){ 0 };
 
 	print_result(target, "names", "relstack", rn);
 	if (has_dwarf)
@@ -364,6 +376,11 @@ static void bench_target(const char *self, const char *target, const char *obj, 
 		print_ratio(target, "lines", rl, "addr2line", pa);
 		print_ratio(target, "lines", rl, "eu-addr2line", pe);
 		print_ratio(target, "lines", rl, "llvm-symbolizer", pl);
+		print_result(target, "inlines", "relstack", ri);
+		print_result(target, "inlines", "addr2line-i", pai);
+		print_result(target, "inlines", "llvm-symbolizer-inlines", pli);
+		print_ratio(target, "inlines", ri, "addr2line -i", pai);
+		print_ratio(target, "inlines", ri, "llvm-symbolizer --inlines", pli);
 	}
 	fflush(stdout);
 	unlink(addrs);

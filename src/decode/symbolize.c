@@ -311,38 +311,31 @@ static void set_error(struct source *src, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The standard CRC-32 that .gnu_debuglink records for its target. */
-static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n)
-{
-	static uint32_t table[256];
-
-	if (!table[1]) {
-		for (uint32_t i = 0; i < 256; i++) {
-			uint32_t c = i;
-
-			for (int k = 0; k < 8; k++)
-				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-			table[i] = c;
-		}
-	}
-	crc = ~crc;
-	while (n--)
-		crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
+/*
+ * The standard CRC-32 that .gnu_debuglink records for its target.  The
+ * table lives on the stack: symbolizers in different threads share
+ * nothing.
+ */
 static bool file_crc_matches(int fd, uint32_t want)
 {
 	unsigned char buf[65536];
-	uint32_t crc = 0;
+	uint32_t table[256], crc = ~0u;
 	off_t off = 0;
 	ssize_t r;
 
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+		table[i] = c;
+	}
 	while ((r = pread(fd, buf, sizeof(buf), off)) > 0) {
-		crc = crc32_update(crc, buf, (size_t)r);
+		for (ssize_t i = 0; i < r; i++)
+			crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
 		off += r;
 	}
-	return r == 0 && crc == want;
+	return r == 0 && ~crc == want;
 }
 
 enum check {

@@ -43,6 +43,8 @@ struct scope {
 	int32_t parent;
 	uint32_t first, count;  /* its pieces in scopes.ranges[] */
 	bool inlined;
+	bool resolved;          /* name and call are read on first use */
+	Dwarf_Off die;
 	const char *name;
 	struct rs_dwloc call;
 };
@@ -360,7 +362,6 @@ static unsigned udata(Dwarf_Die *die, unsigned at)
 struct builder {
 	struct scopes *sc;
 	size_t scap, rcap;
-	struct unit *unit;
 };
 
 static int add_scope(struct builder *b, Dwarf_Die *die, int tag, int32_t parent, int32_t *idx)
@@ -407,14 +408,7 @@ static int add_scope(struct builder *b, Dwarf_Die *die, int tag, int32_t parent,
 	s->first = first;
 	s->count = (uint32_t)sc->nr - first;
 	s->inlined = tag == DW_TAG_inlined_subroutine;
-	s->name = die_name(die);
-	if (s->inlined) {
-		unsigned f = udata(die, DW_AT_call_file);
-
-		s->call.file = unit_file(b->unit, f);
-		s->call.line = udata(die, DW_AT_call_line);
-		s->call.column = udata(die, DW_AT_call_column);
-	}
+	s->die = dwarf_dieoffset(die);
 	*idx = (int32_t)sc->n++;
 	return 0;
 }
@@ -438,7 +432,6 @@ static struct scopes *build_scopes(struct unit *u)
 	b.sc = calloc(1, sizeof(*b.sc));
 	if (!b.sc)
 		return NULL;
-	b.unit = u;
 	/* iterative pre-order walk: stack[depth] is the current DIE at that level */
 	if (dwarf_child(&u->die, &stack[0]) != 0)
 		goto done;
@@ -520,8 +513,22 @@ int rs_symdwarf_inlines(struct rs_symdwarf *d, uint64_t addr, struct rs_dwinline
 	while (i >= 0 && !scope_holds(sc, i, addr))
 		i = sc->s[i].parent;
 	for (; i >= 0 && sc->s[i].inlined && n < max; i = sc->s[i].parent) {
-		out[n].name = sc->s[i].name;
-		out[n].call = sc->s[i].call;
+		struct scope *s = &sc->s[i];
+
+		if (!s->resolved) {
+			/* attributes are read only for scopes a lookup returns */
+			Dwarf_Die die;
+
+			s->resolved = true;
+			if (dwarf_offdie(d->dw, s->die, &die)) {
+				s->name = die_name(&die);
+				s->call.file = unit_file(u, udata(&die, DW_AT_call_file));
+				s->call.line = udata(&die, DW_AT_call_line);
+				s->call.column = udata(&die, DW_AT_call_column);
+			}
+		}
+		out[n].name = s->name;
+		out[n].call = s->call;
 		n++;
 	}
 	return (int)n;
