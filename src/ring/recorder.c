@@ -9,7 +9,7 @@
  * Starting a run, in an order that a crash at any point leaves harmless:
  *   1  the area of the older run gets state 0 and a zero head_hash: from
  *      here on readers see one run (the previous), never a half-new one;
- *   2  schemas and chunk counts are cleared, the static run head written;
+ *   2  schemas and chunk states are cleared, the static run head written;
  *   3  head_hash, then state = ACTIVE (release): the run exists.
  * The area of the most recent run is never written, so it stays
  * decodable as the previous run.
@@ -33,14 +33,17 @@
 #include "ring/recorder-local.h"
 #include "ring/ring.h"
 
-_Static_assert(sizeof(struct rs_file_head) == 128, "file head is 128 bytes");
+_Static_assert(sizeof(struct rs_file_head) == 136, "file head is 136 bytes");
+_Static_assert(offsetof(struct rs_file_head, objtab_capacity) == 84, "file objtab_capacity at 84");
+_Static_assert(offsetof(struct rs_file_head, ring_size) == 120, "file ring_size at 120");
 _Static_assert(offsetof(struct rs_file_head, format) == 16, "file format at 16");
 _Static_assert(offsetof(struct rs_file_head, runs) == 80, "file runs at 80");
 _Static_assert(offsetof(struct rs_file_head, run_area_size) == 88, "file run_area_size at 88");
 _Static_assert(offsetof(struct rs_file_head, run_offset) == 96, "file run_offset at 96");
 _Static_assert(offsetof(struct rs_file_head, file_size) == 112, "file file_size at 112");
-_Static_assert(offsetof(struct rs_file_head, head_hash) == 120, "file head_hash at 120");
-_Static_assert(offsetof(struct rs_file_head, flags) == 124, "file flags at 124");
+_Static_assert(offsetof(struct rs_file_head, head_hash) == 128, "file head_hash at 128");
+_Static_assert(offsetof(struct rs_file_head, flags) == 132, "file flags at 132");
+_Static_assert(sizeof(struct rs_chunk_state) == 8, "chunk state is 8 bytes");
 
 _Static_assert(sizeof(struct rs_run_head) == 384, "run head is 384 bytes");
 _Static_assert(offsetof(struct rs_run_head, generation) == 16, "run generation at 16");
@@ -105,7 +108,7 @@ void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_h
 	h->schema_size = sizeof(struct rs_schema);
 	off += round_block(RS_SCHEMAS * sizeof(struct rs_schema));
 	h->counts_offset = off;
-	off += round_block(ring_size / RS_CHUNK * sizeof(uint32_t));
+	off += round_block(ring_size / RS_CHUNK * sizeof(struct rs_chunk_state));
 	h->objtab_offset = off;
 	h->objtab_size = round_block(rs_objtab_image_size(objtab_capacity));
 	off += h->objtab_size;
@@ -126,9 +129,20 @@ static int file_head_check(const struct rs_file_head *f, uint64_t st_size)
 	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash)) ||
 	    f->head_size != sizeof(*f) || f->runs != RS_RUNS || f->file_size != st_size ||
 	    f->run_area_size % RS_BLOCK || f->run_offset[0] != RS_BLOCK ||
+	    f->ring_size < RS_MIN_RING || f->ring_size > RS_MAX_RING || (f->ring_size & (f->ring_size - 1)) ||
+	    f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS ||
 	    f->run_offset[1] != RS_BLOCK + f->run_area_size ||
 	    f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size)
 		return -RELSTACK_ECORRUPT;
+	{
+		struct rs_run_head g;
+		uint64_t area;
+
+		memset(&g, 0, sizeof(g));
+		rs_run_layout(f->ring_size, f->objtab_capacity, &g, &area);
+		if (area != f->run_area_size)
+			return -RELSTACK_ECORRUPT;
+	}
 	relstack_format_native(&native);
 	if (memcmp(&native, &f->format, sizeof(native)) != 0)
 		return -RELSTACK_EFORMAT;
@@ -288,40 +302,14 @@ static int new_file(int fd, uint64_t ring_size, unsigned objtab_capacity, struct
 	f->run_offset[0] = RS_BLOCK;
 	f->run_offset[1] = RS_BLOCK + area;
 	f->file_size = RS_BLOCK + RS_RUNS * area;
+	f->ring_size = ring_size;
+	f->objtab_capacity = objtab_capacity;
 	f->head_hash = rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash));
 	if (ftruncate(fd, (off_t)f->file_size) < 0)
 		return -errno;
 	if (pwrite(fd, f, sizeof(*f), 0) != (ssize_t)sizeof(*f))
 		return -EIO;
 	return 0;
-}
-
-/* The ring and objtab geometry of an existing file, taken from its run heads (or recomputed). */
-static int file_geometry(const struct rs_file_head *f, uint64_t *ring_size, unsigned *objtab_capacity)
-{
-	/* The layout is a function of (ring_size, capacity): find the pair that gives this area size. */
-	for (uint64_t ring = RS_MIN_RING; ring <= RS_MAX_RING; ring <<= 1) {
-		struct rs_run_head g;
-		uint64_t area, fixed;
-
-		memset(&g, 0, sizeof(g));
-		rs_run_layout(ring, 1, &g, &area);
-		fixed = area - g.objtab_size;
-		if (f->run_area_size <= fixed)
-			continue;
-		for (unsigned cap = 1; cap <= RS_OBJTAB_SLOTS; cap++) {
-			if (fixed + round_block(rs_objtab_image_size(cap)) != f->run_area_size)
-				continue;
-			/* the largest capacity that rounds to this size */
-			while (cap < RS_OBJTAB_SLOTS &&
-			       round_block(rs_objtab_image_size(cap + 1)) == round_block(rs_objtab_image_size(cap)))
-				cap++;
-			*ring_size = ring;
-			*objtab_capacity = cap;
-			return 0;
-		}
-	}
-	return -RELSTACK_ECORRUPT;
 }
 
 static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint64_t generation,
@@ -359,7 +347,7 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	}
 	s.seed = rs_hash32(RS_HASH32_INIT, s.run_id, sizeof(s.run_id));
 	s.head = s.base;
-	/* schemas and chunk counts lie between schema_offset and objtab_offset */
+	/* schemas and chunk states lie between schema_offset and objtab_offset */
 	memset(rec->area + s.schema_offset, 0, s.objtab_offset - s.schema_offset);
 	memcpy(h, &s, offsetof(struct rs_run_head, head_hash));
 	h->close_monotonic_ns = 0;
@@ -435,9 +423,8 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 		ret = file_head_check(&f, (uint64_t)st.st_size);
 		if (ret < 0)
 			goto fail;
-		ret = file_geometry(&f, &ring_size, &cap);
-		if (ret < 0)
-			goto fail;
+		ring_size = f.ring_size;
+		cap = f.objtab_capacity;
 	}
 	map = mmap(NULL, f.file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
@@ -476,7 +463,7 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 
 	rec->ring.data = rec->area + rec->run->ring_offset;
 	rec->ring.run = rec->run;
-	rec->ring.counts = (_Atomic uint32_t *)(rec->area + rec->run->counts_offset);
+	rec->ring.chunks = (struct rs_chunk_state *)(rec->area + rec->run->counts_offset);
 	rec->ring.size = ring_size;
 	rec->ring.mask = ring_size - 1;
 	rec->ring.base = rec->run->base;

@@ -36,6 +36,7 @@
 #include "relstack/reader.h"
 #include "relstack/recorder.h"
 #include "relstack/relstack.h"
+#include "ring/recorder-local.h"
 #include "ring/ring.h"
 
 #define RS_READ_MAX (8ull << 30) /* bigger than any file a recorder makes */
@@ -62,6 +63,7 @@ struct relstack_reader {
 	unsigned char *mem;
 	size_t size;
 	struct rs_file_head fh;
+	struct rs_run_head layout;    /* the parts of a run, as the file head's geometry makes them */
 	struct run_view run[RS_RUNS];
 	int which[2];                 /* area of the current and previous run, -1 */
 	unsigned nruns;
@@ -98,6 +100,7 @@ static int check_file(struct relstack_reader *r, const struct relstack_reader_op
 {
 	const struct rs_file_head *f = &r->fh;
 	const char *field;
+	uint64_t area;
 
 	if (r->size < 8 || memcmp(r->mem, RS_FILE_MAGIC, 8) != 0) {
 		say(o, name, "offset 0x0 (magic): not a relstack buffer file");
@@ -118,7 +121,7 @@ static int check_file(struct relstack_reader *r, const struct relstack_reader_op
 		return -RELSTACK_ECORRUPT;
 	}
 	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash))) {
-		say(o, name, "offset 0x78 (head_hash): file head checksum mismatch");
+		say(o, name, "offset 0x80 (head_hash): file head checksum mismatch");
 		return -RELSTACK_ECORRUPT;
 	}
 	if (relstack_format_validate(&f->format, &field) < 0) {
@@ -133,9 +136,20 @@ static int check_file(struct relstack_reader *r, const struct relstack_reader_op
 		say(o, name, "offset 0x50 (runs): %u, expected %u", f->runs, RS_RUNS);
 		return -RELSTACK_ECORRUPT;
 	}
-	if (f->run_area_size == 0 || f->run_area_size % RS_BLOCK || f->run_area_size > RS_READ_MAX) {
-		say(o, name, "offset 0x58 (run_area_size): %llu is not a positive multiple of %u",
-		    (unsigned long long)f->run_area_size, RS_BLOCK);
+	if (f->ring_size < RS_CHUNK || f->ring_size > (1ull << 30) || (f->ring_size & (f->ring_size - 1))) {
+		say(o, name, "offset 0x78 (ring_size): %llu is not a power of two in [%u, 1 GiB]",
+		    (unsigned long long)f->ring_size, RS_CHUNK);
+		return -RELSTACK_ECORRUPT;
+	}
+	if (f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS) {
+		say(o, name, "offset 0x54 (objtab_capacity): %u is not in [1, %u]", f->objtab_capacity,
+		    RS_OBJTAB_SLOTS);
+		return -RELSTACK_ECORRUPT;
+	}
+	rs_run_layout(f->ring_size, f->objtab_capacity, &r->layout, &area);
+	if (f->run_area_size != area) {
+		say(o, name, "offset 0x58 (run_area_size): %llu, the ring and object table make %llu",
+		    (unsigned long long)f->run_area_size, (unsigned long long)area);
 		return -RELSTACK_ECORRUPT;
 	}
 	for (unsigned i = 0; i < RS_RUNS; i++) {
@@ -153,7 +167,7 @@ static int check_file(struct relstack_reader *r, const struct relstack_reader_op
 		return -RELSTACK_ECORRUPT;
 	}
 	if (f->flags & ~RS_FILE_ADDRESSES) {
-		say(o, name, "offset 0x7c (flags): unknown flags 0x%x", f->flags);
+		say(o, name, "offset 0x84 (flags): unknown flags 0x%x", f->flags);
 		return -RELSTACK_ECORRUPT;
 	}
 	if (r->size < f->file_size) {
@@ -182,7 +196,7 @@ static bool span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
 
 static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
 {
-	const struct rs_run_head *h = &v->h;
+	const struct rs_run_head *h = &v->h, *L = &r->layout;
 	uint64_t at = r->fh.run_offset[v->area], area = r->fh.run_area_size;
 	static const unsigned char zero[8];
 
@@ -213,24 +227,24 @@ static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
 		RUN_FAIL(v, at + 80, "unknown run flags 0x%x", h->flags);
 	if (h->chunk_size != RS_CHUNK)
 		RUN_FAIL(v, at + 84, "chunk_size %u, expected %u", h->chunk_size, RS_CHUNK);
-	if (h->ring_size < RS_CHUNK || h->ring_size > (1ull << 30) || (h->ring_size & (h->ring_size - 1)))
-		RUN_FAIL(v, at + 96, "ring_size %llu is not a power of two in [%u, 1 GiB]",
-			 (unsigned long long)h->ring_size, RS_CHUNK);
-	if (h->schema_offset != RS_BLOCK || h->schema_capacity != RS_SCHEMAS ||
+	if (h->ring_size != L->ring_size)
+		RUN_FAIL(v, at + 96, "ring_size %llu, the file head says %llu", (unsigned long long)h->ring_size,
+			 (unsigned long long)L->ring_size);
+	if (h->schema_offset != L->schema_offset || h->schema_capacity != RS_SCHEMAS ||
 	    h->schema_size != sizeof(struct rs_schema))
-		RUN_FAIL(v, at + 112, "schema table at 0x%llx, %u x %u bytes: expected 0x%x, %u x %zu",
-			 (unsigned long long)h->schema_offset, h->schema_capacity, h->schema_size, RS_BLOCK,
-			 RS_SCHEMAS, sizeof(struct rs_schema));
-	if (!span_ok(h->counts_offset, h->ring_size / RS_CHUNK * 4,
-		     h->schema_offset + (uint64_t)RS_SCHEMAS * sizeof(struct rs_schema), area))
-		RUN_FAIL(v, at + 128, "chunk counts (0x%llx) overlap the schemas or leave the area",
-			 (unsigned long long)h->counts_offset);
-	if (!span_ok(h->objtab_offset, h->objtab_size, h->counts_offset + h->ring_size / RS_CHUNK * 4, area))
-		RUN_FAIL(v, at + 136, "object table (0x%llx, %llu bytes) overlaps the counts or leaves the area",
-			 (unsigned long long)h->objtab_offset, (unsigned long long)h->objtab_size);
-	if (h->ring_offset % 16 || !span_ok(h->ring_offset, h->ring_size, h->objtab_offset + h->objtab_size, area))
-		RUN_FAIL(v, at + 88, "ring (0x%llx, %llu bytes) misaligned, overlapping the object table, or "
-			 "beyond the area", (unsigned long long)h->ring_offset, (unsigned long long)h->ring_size);
+		RUN_FAIL(v, at + 112, "schema table at 0x%llx, %u x %u bytes: expected 0x%llx, %u x %zu",
+			 (unsigned long long)h->schema_offset, h->schema_capacity, h->schema_size,
+			 (unsigned long long)L->schema_offset, RS_SCHEMAS, sizeof(struct rs_schema));
+	if (h->counts_offset != L->counts_offset)
+		RUN_FAIL(v, at + 128, "chunk states at 0x%llx, expected 0x%llx", (unsigned long long)h->counts_offset,
+			 (unsigned long long)L->counts_offset);
+	if (h->objtab_offset != L->objtab_offset || h->objtab_size != L->objtab_size)
+		RUN_FAIL(v, at + 136, "object table at 0x%llx, %llu bytes: expected 0x%llx, %llu bytes",
+			 (unsigned long long)h->objtab_offset, (unsigned long long)h->objtab_size,
+			 (unsigned long long)L->objtab_offset, (unsigned long long)L->objtab_size);
+	if (h->ring_offset != L->ring_offset || !span_ok(h->ring_offset, h->ring_size, 0, area))
+		RUN_FAIL(v, at + 88, "ring at 0x%llx, expected 0x%llx", (unsigned long long)h->ring_offset,
+			 (unsigned long long)L->ring_offset);
 	if (h->head < h->base || (h->head - h->base) % RS_CHUNK || h->head - h->base >= (1ull << 40))
 		RUN_FAIL(v, at + 256, "head 0x%llx is not a chunk position of this run",
 			 (unsigned long long)h->head);

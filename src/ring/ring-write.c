@@ -158,8 +158,41 @@ static inline uint32_t chunk_index(struct rs_ring *r, uint64_t p)
 	return (uint32_t)(((p - r->base) & r->mask) / RS_CHUNK);
 }
 
-/* Close the rest of a chunk with a PAD record and publish its count. */
-static void chunk_close(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t start, uint32_t count)
+static inline _Atomic uint32_t *owner_of(struct rs_ring *r, uint64_t start)
+{
+	return (_Atomic uint32_t *)&r->chunks[chunk_index(r, start)].owner;
+}
+
+static inline uint32_t lap_of(struct rs_ring *r, uint64_t q)
+{
+	return (uint32_t)((q - r->base) / r->size);
+}
+
+#define OWNER_OPEN(lap) ((lap) << 1 | 1)    /* a writer is inside a record of this chunk */
+#define OWNER_PARKED(lap) (((lap) + 1) << 1) /* the chunk's writer is between records */
+#define OWNER_FREE 0u
+
+/*
+ * Enter a chunk of this thread's for one record: parked -> open.  Fails if
+ * a writer of a later lap took the chunk meanwhile.  The CAS pairs with the
+ * CAS in chunk_reserve(): exactly one of them wins.
+ */
+static inline bool chunk_enter(struct rs_ring *r, uint64_t start)
+{
+	uint32_t lap = lap_of(r, start), expect = OWNER_PARKED(lap);
+
+	return atomic_compare_exchange_strong_explicit(owner_of(r, start), &expect, OWNER_OPEN(lap),
+						       memory_order_acquire, memory_order_relaxed);
+}
+
+/* Leave it (open -> parked); release: pairs with the acquire of whoever takes it next. */
+static inline void chunk_leave(struct rs_ring *r, uint64_t start)
+{
+	atomic_store_explicit(owner_of(r, start), OWNER_PARKED(lap_of(r, start)), memory_order_release);
+}
+
+/* With the chunk open: PAD to its end, publish its count, free it. */
+static void chunk_finish(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t start, uint32_t count)
 {
 	if (end > cur) {
 		struct rs_rec_head *h = (struct rs_rec_head *)at(r, cur);
@@ -173,33 +206,71 @@ static void chunk_close(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t 
 				      rs_rec_sum(r->seed, cur, h, RS_REC_HEAD), memory_order_release);
 	}
 	if (count)
-		atomic_store_explicit(&r->counts[chunk_index(r, start)], count, memory_order_relaxed);
+		atomic_store_explicit((_Atomic uint32_t *)&r->chunks[chunk_index(r, start)].count, count,
+				      memory_order_relaxed);
+	if (r->mode == RS_MODE_OVERWRITE)
+		atomic_store_explicit(owner_of(r, start), OWNER_FREE, memory_order_release);
 }
 
-/* A: a new chunk.  Returns its position, or 0 when stop mode is full. */
+/* Close this thread's chunk, if it is still this thread's. */
+static void chunk_close(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t start, uint32_t count)
+{
+	if (r->mode == RS_MODE_OVERWRITE && !chunk_enter(r, start))
+		return;
+	chunk_finish(r, cur, end, start, count);
+}
+
+/*
+ * A: a new chunk, returned open.  0 when stop mode is full, or when
+ * RS_RESERVE_TRIES chunks in a row were busy.
+ *
+ * Overwrite mode: the chunk one lap behind may have a writer inside a
+ * record right now (preempted there, say): its owner word is open, and
+ * the chunk is skipped - its bytes stay that writer's - for the next one.
+ * A parked or free chunk is taken with one CAS; the thread that parked it
+ * finds out at its next chunk_enter() and moves on.  So no two writers
+ * ever write one chunk at once, and no writer waits for another.
+ */
+#define RS_RESERVE_TRIES 4
+
 static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
 {
-	uint64_t q = atomic_fetch_add_explicit(head_of(r), RS_CHUNK, memory_order_relaxed);
-	uint32_t i;
+	for (unsigned tries = 0; tries < RS_RESERVE_TRIES; tries++) {
+		uint64_t q = atomic_fetch_add_explicit(head_of(r), RS_CHUNK, memory_order_relaxed);
+		uint32_t i = chunk_index(r, q), lap, prev;
 
-	if (r->mode == RS_MODE_STOP && q + RS_CHUNK > r->base + r->size)
-		return 0;
-	i = chunk_index(r, q);
-	if (q >= r->base + r->size) {
-		uint32_t old = atomic_exchange_explicit(&r->counts[i], 0, memory_order_relaxed);
-
-		if (old)
-			atomic_fetch_add_explicit((_Atomic uint64_t *)&r->run->overwritten, old,
-						  memory_order_relaxed);
-		if (r->holder >= 0) {
-			uint64_t next = r->chunk_epoch[(i + 1) % r->nchunks];
-
-			if (next)
-				rs_objtab_hold_update(r->holder, next);
+		if (r->mode == RS_MODE_STOP) {
+			if (q + RS_CHUNK > r->base + r->size)
+				return 0;
+			r->chunk_epoch[i] = epoch;
+			return q;
 		}
+		lap = lap_of(r, q);
+		prev = atomic_load_explicit(owner_of(r, q), memory_order_relaxed);
+		if (prev & 1)
+			continue; /* a writer is inside: skip the chunk */
+		/* pairs with chunk_enter()'s CAS and, acquire, with chunk_leave()/chunk_finish() */
+		if (!atomic_compare_exchange_strong_explicit(owner_of(r, q), &prev, OWNER_OPEN(lap),
+							     memory_order_acquire, memory_order_relaxed))
+			continue;
+		if (lap) {
+			uint32_t old = atomic_exchange_explicit((_Atomic uint32_t *)&r->chunks[i].count, 0,
+								memory_order_relaxed);
+
+			if (old)
+				atomic_fetch_add_explicit((_Atomic uint64_t *)&r->run->overwritten, old,
+							  memory_order_relaxed);
+			if (r->holder >= 0) {
+				uint64_t next = r->chunk_epoch[(i + 1) % r->nchunks];
+
+				if (next)
+					rs_objtab_hold_update(r->holder, next);
+			}
+		}
+		r->chunk_epoch[i] = epoch;
+		return q;
 	}
-	r->chunk_epoch[i] = epoch;
-	return q;
+	return 0;
 }
 
 /* B, C, D at position p; stops early at @stage (test hook) when non-zero. */
@@ -270,7 +341,7 @@ static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned s
 			return -ENOSPC;
 		}
 		record_put(r, q, len, in, tid, stage);
-		chunk_close(r, q + len, q + RS_CHUNK, q, 1);
+		chunk_finish(r, q + len, q + RS_CHUNK, q, 1);
 		return 0;
 	}
 	t->busy = 1;
@@ -280,9 +351,12 @@ static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned s
 		/* lapped?  pairs with nothing: a stale head only delays this check */
 		uint64_t h = atomic_load_explicit(head_of(r), memory_order_relaxed);
 
-		if (rs_unlikely(r->mode == RS_MODE_OVERWRITE && h - t->start > r->size - RS_CHUNK)) {
-			t->serial = 0;
-			goto fresh;
+		if (r->mode == RS_MODE_OVERWRITE) {
+			/* about to leave the window, or taken over: move on (it stays parked, for others) */
+			if (rs_unlikely(h - t->start > r->size - RS_CHUNK || !chunk_enter(r, t->start))) {
+				t->serial = 0;
+				goto fresh;
+			}
 		}
 		p = t->cur;
 	} else {
@@ -304,6 +378,8 @@ fresh:
 	}
 	t->cur = p + len;
 	record_put(r, p, len, in, tid, stage);
+	if (r->mode == RS_MODE_OVERWRITE)
+		chunk_leave(r, t->start);
 	t->count++;
 	atomic_signal_fence(memory_order_seq_cst); /* the record is done before busy is cleared */
 	t->busy = 0;

@@ -8,7 +8,7 @@
  * writer produces; the format descriptor says so).
  *
  *   file:  [ file head, 4096 ] [ run area 0 ] [ run area 1 ]
- *   run:   [ run head, 4096 ] [ schemas ] [ chunk counts ] [ object table image ] [ ring ]
+ *   run:   [ run head, 4096 ] [ schemas ] [ chunk states ] [ object table image ] [ ring ]
  */
 #ifndef RELSTACK_RING_H
 #define RELSTACK_RING_H
@@ -36,11 +36,12 @@ struct rs_file_head {
 	uint32_t head_size;            /* sizeof(struct rs_file_head) */
 	struct relstack_format format; /* how entry words are laid out */
 	uint32_t runs;                 /* RS_RUNS */
-	uint32_t reserved0;            /* zero */
+	uint32_t objtab_capacity;      /* object slots of each run's object table image */
 	uint64_t run_area_size;        /* bytes of one run area, a multiple of RS_BLOCK */
 	uint64_t run_offset[RS_RUNS];  /* file offset of each run area */
 	uint64_t file_size;            /* RS_BLOCK + runs * run_area_size */
-	uint32_t head_hash;            /* rs_hash32 of bytes 0..119 */
+	uint64_t ring_size;            /* data ring bytes of each run: a power of two */
+	uint32_t head_hash;            /* rs_hash32 of bytes 0..127 */
 	uint32_t flags;                /* RS_FILE_ADDRESSES; not hashed, written alone */
 };
 
@@ -75,7 +76,7 @@ struct rs_run_head {
 	uint64_t schema_offset;
 	uint32_t schema_capacity; /* RS_SCHEMAS */
 	uint32_t schema_size;     /* sizeof(struct rs_schema) */
-	uint64_t counts_offset;   /* one uint32_t per chunk of the ring */
+	uint64_t counts_offset;   /* one struct rs_chunk_state per chunk of the ring */
 	uint64_t objtab_offset;
 	uint64_t objtab_size;     /* bytes set aside for the object table image */
 	char comm[16];            /* program name, NUL-padded */
@@ -91,6 +92,17 @@ struct rs_run_head {
 	_Alignas(64) uint64_t lost;  /* records refused (stop mode full, oversize, lapped) */
 	uint64_t overwritten;        /* records of chunks that were overwritten */
 	uint8_t pad2[48];
+};
+
+/*
+ * Per chunk of the ring, the writers' bookkeeping (the reader only checks
+ * that the array fits).  owner: 0 when free; (lap << 1 | 1) while a
+ * writer fills the chunk in that lap of the ring.  count: records the chunk
+ * held when it was closed, added to `overwritten` when it is reused.
+ */
+struct rs_chunk_state {
+	uint32_t count;
+	uint32_t owner;
 };
 
 /* A record: 16-byte head, then the body; total length a multiple of 16. */
@@ -198,7 +210,7 @@ static inline uint32_t rs_rec_sum(uint32_t seed, uint64_t pos, const void *rec, 
 struct rs_ring {
 	unsigned char *data;         /* the ring's first byte */
 	struct rs_run_head *run;
-	_Atomic uint32_t *counts;    /* per chunk: records it held */
+	struct rs_chunk_state *chunks; /* in the file */
 	uint64_t *chunk_epoch;       /* per chunk: epoch of its first record (process memory) */
 	uint64_t size, base, mask;
 	uint32_t nchunks;

@@ -114,7 +114,7 @@ static void check_run(struct relstack_reader *r, enum relstack_run_which which, 
 	struct relstack_run_info info;
 	struct relstack_cursor *c;
 	struct relstack_record rec_;
-	uint64_t first[WRITERS], last[WRITERS], count[WRITERS] = { 0 };
+	uint64_t first[WRITERS], last[WRITERS], count[WRITERS] = { 0 }, lastpos[WRITERS] = { 0 };
 
 	assert_int_equal(relstack_reader__run_info(r, which, &info), 0);
 	assert_int_equal(info.state, RELSTACK_RUN_ACTIVE); /* killed, never closed */
@@ -136,9 +136,14 @@ static void check_run(struct relstack_reader *r, enum relstack_run_which which, 
 		if (count[t] == 0)
 			first[t] = (uint64_t)seq;
 		else if ((uint64_t)seq != last[t] + 1)
-			fail_msg("thread %d: seq %lld follows %llu: a committed record is missing", (int)t,
-				 (long long)seq, (unsigned long long)last[t]);
+			fail_msg("thread %d: seq %lld (position +0x%llx) follows %llu (+0x%llx): a committed record "
+				 "is missing (%s run, mode %u, ring %llu, written %llu, skipped %llu)", (int)t,
+				 (long long)seq, (unsigned long long)(rec_.position & 0xffffffffffull),
+				 (unsigned long long)last[t], (unsigned long long)(lastpos[t] & 0xffffffffffull),
+				 committed ? "current" : "previous", info.mode, (unsigned long long)info.ring_size,
+				 (unsigned long long)info.written, (unsigned long long)info.skipped);
 		last[t] = (uint64_t)seq;
+		lastpos[t] = rec_.position;
 		count[t]++;
 	}
 	relstack_cursor__free(c);
