@@ -29,7 +29,7 @@
  * Writing one record (the steps the reader in ring-read.c relies on)
  * -------------------------------------------------------------------
  *   A  reserve: bump the thread's cursor inside its chunk, or fetch_add a
- *      new chunk on `head`.  Nothing else is shared.
+ *      new chunk on `head` (in overwrite mode, with E and G below).
  *   B  commit = 0 (relaxed), then pos = p (release): anyone who sees the
  *      new pos sees commit == 0.  Pairs with the acquire load of pos in
  *      the reader.
@@ -44,16 +44,33 @@
  * counted), or a committed record.  Stores of a killed process that
  * executed are in the shared page cache, in program order on x86-64 (TSO);
  * the release orderings make the compiler keep that order, and on weaker
- * CPUs make the hardware keep it too.  The checksum catches the one race
- * left: a writer stalled for a whole lap of the ring while others reuse
- * its bytes.
+ * CPUs make the hardware keep it too.  The checksum catches damage done to
+ * the file afterwards.
  *
- * Overwrite mode: a chunk is reused one lap later.  Before writing into
- * its chunk a thread checks that `head` has not moved a lap past it (a
- * relaxed load, enough: a stale value only delays the check); if it has,
- * the chunk is dropped and the record goes into a new one.
- * Stop mode: a chunk reserved beyond the end of the ring is refused; the
- * record is counted in `lost`.
+ * Overwrite mode: a chunk is reused one lap later, and a writer preempted
+ * inside a record must not find another writer in its chunk when it
+ * resumes.  Each chunk has an owner word (struct rs_chunk_state):
+ *
+ *      free --(reserve: CAS)--> open --(record done)--> parked
+ *      parked --(owner's next record: CAS)--> open
+ *      parked --(reserve, one lap later: CAS)--> open (the new owner's)
+ *      open --(PAD, count published)--> free
+ *
+ *   E  chunk_reserve(): a chunk whose owner word is open (a writer is
+ *      inside a record there) is skipped, at most RS_RESERVE_TRIES times
+ *      in a row, then the record is lost; a parked or free one is taken by
+ *      CAS (acquire: pairs with the release of F).
+ *   F  after D, the owner parks its chunk (release store).
+ *   G  before its next record the owner re-enters the chunk by CAS; if a
+ *      reserver of a later lap won (E), the owner leaves the chunk to it
+ *      and reserves a new one.  The two CAS in E and G decide who writes.
+ *
+ * So two writers never write one chunk at once, and nobody waits.  A
+ * writer also leaves its chunk when `head` has moved almost a lap past it
+ * (a relaxed load: a stale value only delays that), since records written
+ * there would already be outside the window a reader reads.
+ * Stop mode: chunks are never reused; a chunk reserved beyond the end of
+ * the ring is refused and the record counted in `lost`.
  *
  * Nothing here loops waiting for another writer, takes a lock, allocates
  * or makes a system call, with one exception: a thread's first record
@@ -173,7 +190,7 @@ static inline uint32_t lap_of(struct rs_ring *r, uint64_t q)
 #define OWNER_FREE 0u
 
 /*
- * Enter a chunk of this thread's for one record: parked -> open.  Fails if
+ * G: enter a chunk of this thread's for one record: parked -> open.  Fails if
  * a writer of a later lap took the chunk meanwhile.  The CAS pairs with the
  * CAS in chunk_reserve(): exactly one of them wins.
  */
@@ -185,7 +202,7 @@ static inline bool chunk_enter(struct rs_ring *r, uint64_t start)
 						       memory_order_acquire, memory_order_relaxed);
 }
 
-/* Leave it (open -> parked); release: pairs with the acquire of whoever takes it next. */
+/* F: leave it (open -> parked); release: pairs with the acquire of whoever takes it next (E, G). */
 static inline void chunk_leave(struct rs_ring *r, uint64_t start)
 {
 	atomic_store_explicit(owner_of(r, start), OWNER_PARKED(lap_of(r, start)), memory_order_release);
@@ -221,7 +238,7 @@ static void chunk_close(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t 
 }
 
 /*
- * A: a new chunk, returned open.  0 when stop mode is full, or when
+ * A and E: a new chunk, returned open.  0 when stop mode is full, or when
  * RS_RESERVE_TRIES chunks in a row were busy.
  *
  * Overwrite mode: the chunk one lap behind may have a writer inside a
