@@ -4,5 +4,5 @@
 # Usage: bench/symbolize.sh BUILDDIR
 set -eu
 build=${1:-build}
-ninja -C "$build" bench/symbolize/bigprog bench/symbolize/bigprog-symtab >/dev/null
+ninja -C "$build" bench/bench_symbolize bench/symbolize/bigprog bench/symbolize/bigprog-symtab >/dev/null
 exec "$build/bench/bench_symbolize" "$build/bench/symbolize/bigprog" "$build/bench/symbolize/bigprog-symtab"

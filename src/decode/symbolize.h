@@ -23,7 +23,13 @@
  * from the nm file, else from the file's .dynsym.  file:line and inlined
  * frames come from the first of 1-3 that has DWARF.  A file with another
  * build-id is never used: the frame says so, and
- * rs_symbolizer_object_error() names the file.
+ * rs_symbolizer_object_error() names the file.  An nm file is held to
+ * its "# build-id: HEX" comment if it has one, else to the recorded text
+ * segment (a code symbol outside it marks another build).
+ *
+ * Kernel objects (RELSTACK_BASE_STEXT) count offsets from _stext, which
+ * the symbol source must define.  The offset is looked up as given: for a
+ * return address, pass the offset of the call (e.g. minus one).
  *
  * Ownership: every string in a struct rs_sym belongs to the symbolizer and
  * stays valid until rs_symbolizer_free().  A symbolizer is not thread-safe:
