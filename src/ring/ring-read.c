@@ -221,6 +221,8 @@ static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
 		RUN_FAIL(v, at + 104, "base 0x%llx is not generation << 40", (unsigned long long)h->base);
 	if (h->state != RS_RUN_ACTIVE && h->state != RS_RUN_CLOSED)
 		RUN_FAIL(v, at + 176, "state %u unknown", h->state);
+	if (h->reserved0)
+		RUN_FAIL(v, at + 180, "reserved field not zero");
 	if (h->mode != RS_MODE_OVERWRITE && h->mode != RS_MODE_STOP)
 		RUN_FAIL(v, at + 76, "mode %u unknown", h->mode);
 	if (h->flags & ~RS_RUN_ADDRESSES)
@@ -280,6 +282,8 @@ static const char *schema_problem(const struct rs_schema *s, unsigned index)
 		return "id does not match its position";
 	if (s->nfields > RS_SCHEMA_FIELDS)
 		return "more fields than the table holds";
+	if (s->flags)
+		return "flags not zero";
 	if (s->size > RS_MAX_FIELDS_SIZE)
 		return "fields size too large";
 	if (!memchr(s->name, 0, sizeof(s->name)) || !s->name[0])
@@ -293,6 +297,8 @@ static const char *schema_problem(const struct rs_schema *s, unsigned index)
 			return "field beyond the event's fields";
 		if (f->type < RELSTACK_FIELD_UNSIGNED || f->type > RELSTACK_FIELD_BYTES)
 			return "field type unknown";
+		if (f->reserved[0] | f->reserved[1] | f->reserved[2])
+			return "field reserved bytes not zero";
 		if (f->type != RELSTACK_FIELD_STRING && f->type != RELSTACK_FIELD_BYTES &&
 		    f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8)
 			return "integer field of a size other than 1, 2, 4, 8";
