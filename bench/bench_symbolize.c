@@ -8,9 +8,11 @@
  * size > 0), then an offset drawn uniformly inside it, from a fixed seed.
  * Every tool, relstack included, runs as its own process that reads the
  * hex addresses on stdin and writes its answers to /dev/null, so start-up,
- * parsing, loading and output are counted for all alike.  Wall time is the
- * best of a few runs (one run for tools slower than a few seconds); peak
- * RSS is the child's ru_maxrss.
+ * parsing, loading and output are counted for all alike.  Time is the
+ * child's CPU time (user + system, from wait4), which other load on the
+ * machine disturbs far less than wall time; every tool is single-threaded,
+ * so on an idle machine the two agree.  Best of three runs (one run for
+ * tools slower than a few seconds); peak RSS is the child's ru_maxrss.
  *
  *   bench_symbolize [BIGPROG BIGPROG_SYMTAB]   run the benchmark
  *   bench_symbolize run [-n|-l|-i] [-d DIR] -e OBJ   symbolize stdin (the relstack tool)
@@ -34,12 +36,17 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "decode/symbolize.h"
 
 #define NADDR 100000
+/*
+ * eu-addr2line walks the DIE tree for every address (about 2k addresses/s
+ * on the large program): it gets the first NADDR_SLOW addresses only, as
+ * its cost per address does not depend on how many it is given.
+ */
+#define NADDR_SLOW 20000
 #define SLOW_SECONDS 3.0
 
 /* ---- the relstack tool ---- */
@@ -204,7 +211,7 @@ static int sample(const char *nm_target, const char *out_path)
 	char cmd[4096], line[4096];
 	struct fn *fns = NULL;
 	size_t n = 0, cap = 0;
-	FILE *p, *out;
+	FILE *p, *out, *head;
 
 	snprintf(cmd, sizeof(cmd), "nm -n -S --defined-only '%s' 2>/dev/null", nm_target);
 	p = popen(cmd, "r");
@@ -234,12 +241,22 @@ static int sample(const char *nm_target, const char *out_path)
 		free(fns);
 		return -1;
 	}
+	head = snprintf(cmd, sizeof(cmd), "%s.head", out_path) < (int)sizeof(cmd) ? fopen(cmd, "w") : NULL;
+	if (!head) {
+		fclose(out);
+		free(fns);
+		return -1;
+	}
 	rng = 0x9e3779b97f4a7c15ull;
 	for (int i = 0; i < NADDR; i++) {
 		struct fn *f = &fns[next_rand() % n];
+		unsigned long long a = f->addr + next_rand() % f->size;
 
-		fprintf(out, "0x%llx\n", (unsigned long long)(f->addr + next_rand() % f->size));
+		fprintf(out, "0x%llx\n", a);
+		if (i < NADDR_SLOW)
+			fprintf(head, "0x%llx\n", a);
 	}
+	fclose(head);
 	fclose(out);
 	free(fns);
 	return (int)n;
@@ -253,18 +270,9 @@ struct result {
 	bool ok;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static bool run_once(char *const argv[], const char *input, double *secs, long *rss_kb)
 {
 	struct rusage ru;
-	double t0 = now();
 	int status;
 	pid_t pid = fork();
 
@@ -283,12 +291,13 @@ static bool run_once(char *const argv[], const char *input, double *secs, long *
 	}
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return false;
-	*secs = now() - t0;
+	*secs = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 	*rss_kb = ru.ru_maxrss;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-static struct result measure(char *const argv[], const char *input)
+static struct result measure_n(char *const argv[], const char *input, int naddr)
 {
 	struct result r = { 0 };
 	double best = 1e30, secs;
@@ -304,10 +313,15 @@ static struct result measure(char *const argv[], const char *input)
 		if (secs > SLOW_SECONDS)
 			break;
 	}
-	r.rate = NADDR / best;
+	r.rate = naddr / best;
 	r.rss_mb = (double)rss / 1024.0;
 	r.ok = true;
 	return r;
+}
+
+static struct result measure(char *const argv[], const char *input)
+{
+	return measure_n(argv, input, NADDR);
 }
 
 static void print_result(const char *target, const char *mode, const char *tool, struct result r)
@@ -339,7 +353,8 @@ static void bench_target(const char *self, const char *target, const char *obj, 
 		printf("# symbolize.%s: no functions listed by nm for %s, skipped\n", target, nm_target);
 		return;
 	}
-	printf("# symbolize.%s: %s, %d functions, %d addresses\n", target, obj, nfn, NADDR);
+	printf("# symbolize.%s: %s, %d functions, %d addresses (eu-addr2line: the first %d)\n", target, obj,
+	       nfn, NADDR, NADDR_SLOW);
 	fflush(stdout);
 
 	char *names[] = { (char *)self, "run", "-n", "-e", (char *)obj, NULL };
@@ -356,7 +371,10 @@ static void bench_target(const char *self, const char *target, const char *obj, 
 	struct result rn = measure(names, addrs);
 	struct result rl = has_dwarf ? measure(lines, addrs) : (struct result){ 0 };
 	struct result pa = measure(a2l, addrs);
-	struct result pe = measure(eu, addrs);
+	char addrs_head[4200];
+
+	snprintf(addrs_head, sizeof(addrs_head), "%s.head", addrs);
+	struct result pe = measure_n(eu, addrs_head, NADDR_SLOW);
 	struct result pl = measure(llvm, addrs);
 	/* inlined frames too (eu-addr2line -i is left out: it takes minutes) */
 	struct result ri = has_dwarf ? measure(inl, addrs) : (struct result){ 0 };
@@ -384,6 +402,7 @@ static void bench_target(const char *self, const char *target, const char *obj, 
 	}
 	fflush(stdout);
 	unlink(addrs);
+	unlink(addrs_head);
 }
 
 static int find_libc(struct dl_phdr_info *info, size_t size, void *data)
