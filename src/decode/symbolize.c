@@ -817,15 +817,23 @@ int rs_object_from_file(const char *path, struct relstack_object *out)
 		memcpy(out->build_id, bid, n);
 		out->build_id_len = (uint32_t)n;
 	}
+	/* as the object table records it: the span of the executable segments */
 	if (elf_getphdrnum(elf, &n) == 0) {
+		bool have_text = false;
+
 		for (size_t i = 0; i < n; i++) {
 			GElf_Phdr ph;
 
-			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+			    !ph.p_memsz || ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
+				continue;
+			if (!have_text) {
 				out->text_vaddr = ph.p_vaddr;
 				out->text_offset = ph.p_offset;
 				out->text_size = ph.p_memsz;
-				break;
+				have_text = true;
+			} else if (ph.p_vaddr + ph.p_memsz > out->text_vaddr + out->text_size) {
+				out->text_size = ph.p_vaddr + ph.p_memsz - out->text_vaddr;
 			}
 		}
 	}
