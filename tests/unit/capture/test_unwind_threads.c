@@ -2,10 +2,12 @@
 /*
  * Captures on many threads at once, while another thread dlopens and
  * dlcloses plugins and re-scans the object table, and a third sends the
- * workers signals whose handlers capture too: every capture of the chain
+ * workers signals whose handlers, on each worker's alternate stack,
+ * capture too: every capture of the chain
  * gets the same verdict and names the same frames as the thread's first
  * one, and that verdict is "reliable"; no capture in a handler is ever
- * reliable, and none faults.
+ * reliable or empty (the alternate stacks are registered), and none
+ * faults.
  *
  * Under ThreadSanitizer the program carries the sanitizer's runtime,
  * built without frame pointers, and each thread starts in it
@@ -23,6 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -54,7 +58,7 @@ static _Atomic unsigned loads; /* dlopen/dlclose cycles done by the churn thread
 
 struct worker {
 	unsigned mismatched, captures;
-	unsigned handled, handler_reliable, context_not_async;
+	unsigned handled, handler_reliable, handler_empty, context_not_async;
 	int first_n;
 	uint32_t first_reasons;
 	uint64_t first[MAXW];
@@ -110,14 +114,14 @@ __attribute__((noinline)) void threads_from_dl(void *arg)
 
 /* What this thread's signal handlers saw. */
 static __thread volatile unsigned t_handled;
-static __thread unsigned t_handler_reliable, t_context_not_async;
+static __thread unsigned t_handler_reliable, t_handler_empty, t_context_not_async;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	uint64_t words[MAXW];
 	struct relstack_verdict v;
 
-	relstack_capture(words, MAXW, 0, 0, &v);
+	t_handler_empty += relstack_capture(words, MAXW, 0, 0, &v) <= 0;
 	t_handler_reliable += v.reasons == 0;
 	relstack_capture_context(uc, words, MAXW, 0, &v);
 	t_context_not_async += !(v.reasons & RELSTACK_UNRELIABLE_ASYNC_START);
@@ -140,22 +144,43 @@ static void *signaller_main(void *arg)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	size_t alt_size = 64 * 1024;
+	void *alt = mmap(NULL, alt_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	stack_t ss = { .ss_sp = alt, .ss_size = alt_size }, old;
 	sigset_t set;
 
-	relstack_thread_register();
+	if (alt == MAP_FAILED)
+		return NULL;
+	sigaltstack(&ss, &old); /* a sanitizer's runtime may have one: it is put back below */
+	relstack_thread_register(); /* after the alternate stack: it is learned too */
+	/* created with the signal blocked: a handler before registration would capture nothing */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	while (!atomic_load(&loads)) /* start once the table has changed at least once */
 		sched_yield();
 	for (unsigned i = 0; i < CAPTURES; i++)
 		rs_unwind_fp_call(threads_from_dl, arg);
 	__asm__ volatile("" ::: "memory");
-	while (!t_handled) /* the signaller keeps sending until every worker is done */
-		sched_yield();
+	/*
+	 * The signaller keeps sending until every worker is done.  Wait in a
+	 * blocking call: ThreadSanitizer delivers signals there, it defers
+	 * them elsewhere.
+	 */
+	while (!t_handled) {
+		struct timespec ts = { 0, 100000 };
+
+		nanosleep(&ts, NULL);
+	}
 	/* no more signals here: the counts are final */
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	sigaltstack(&old, NULL);
+	munmap(alt, alt_size);
 	w->handled = t_handled;
 	w->handler_reliable = t_handler_reliable;
+	w->handler_empty = t_handler_empty;
 	w->context_not_async = t_context_not_async;
 	atomic_fetch_add(&workers_done, 1);
 	return arg;
@@ -188,16 +213,21 @@ static void many_threads_get_the_same_verdict_and_frames_while_objects_come_and_
 	static struct worker w[THREADS];
 	struct sigaction sa;
 	pthread_t churn, sig;
+	sigset_t block, mask;
 	unsigned handled = 0;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
 	assert_int_equal(sigaction(SIGUSR1, &sa, NULL), 0);
 	assert_int_equal(pthread_create(&churn, NULL, churn_main, NULL), 0);
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &block, &mask); /* the workers inherit it */
 	for (unsigned i = 0; i < THREADS; i++)
 		assert_int_equal(pthread_create(&workers[i], NULL, worker_main, &w[i]), 0);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	assert_int_equal(pthread_create(&sig, NULL, signaller_main, NULL), 0);
 	/* the signaller stops once every worker is done: no signal to a joined thread */
 	assert_int_equal(pthread_join(sig, NULL), 0);
@@ -211,6 +241,7 @@ static void many_threads_get_the_same_verdict_and_frames_while_objects_come_and_
 		assert_int_equal(w[i].captures, CAPTURES);
 		assert_int_equal(w[i].mismatched, 0);
 		assert_int_equal(w[i].handler_reliable, 0);
+		assert_int_equal(w[i].handler_empty, 0);
 		assert_int_equal(w[i].context_not_async, 0);
 		assert_true(w[i].handled > 0);
 		handled += w[i].handled;
