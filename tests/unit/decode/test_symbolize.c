@@ -312,6 +312,43 @@ static void debuglink_targets_are_found_next_to_the_file_and_in_dot_debug(void *
 	(void)state;
 }
 
+static void a_debuglink_target_without_build_id_is_held_to_its_crc(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	struct rs_symbolizer *s;
+	uint64_t addr, size;
+	struct rs_sym sym;
+	int h;
+
+	nm_symbol(SYMFIX_PATH, "symfix_lines", &addr, &size);
+	sh("mkdir -p '%s/crc'", tmp);
+	sh("objcopy --only-keep-debug --remove-section=.note.gnu.build-id '%s' '%s/crc/libsymfix.debug'",
+	   SYMFIX_PATH, tmp);
+	sh("objcopy --strip-all --add-gnu-debuglink='%s/crc/libsymfix.debug' '%s' '%s/crc/libsymfix.so'", tmp,
+	   SYMFIX_PATH, tmp);
+	snprintf(obj.path, sizeof(obj.path), "%s", tpath("crc/libsymfix.so"));
+
+	/* the CRC matches: the debug file is used */
+	s = new_symbolizer(true, false, NULL);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, addr, &sym), 0);
+	assert_string_equal(sym.source, tpath("crc/libsymfix.debug"));
+	assert_string_equal(sym.line_source, tpath("crc/libsymfix.debug"));
+	rs_symbolizer_free(s);
+
+	/* another build's debug file under the same name: refused, the dynamic symbols remain */
+	sh("objcopy --only-keep-debug --remove-section=.note.gnu.build-id '%s' '%s/crc/libsymfix.debug'",
+	   SYMFIX_OTHER_PATH, tmp);
+	s = new_symbolizer(true, false, NULL);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, addr, &sym), 0);
+	assert_string_equal(sym.source, obj.path);
+	assert_null(sym.line_source);
+	assert_null(sym.file);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
 /* ---- another build ---- */
 
 static void a_build_id_mismatch_yields_no_name_and_names_the_file(void **state)
@@ -872,6 +909,7 @@ int main(void)
 		cmocka_unit_test(inlined_frames_name_the_inlined_function_innermost_first),
 		cmocka_unit_test(a_stripped_file_finds_its_debug_file_by_build_id),
 		cmocka_unit_test(debuglink_targets_are_found_next_to_the_file_and_in_dot_debug),
+		cmocka_unit_test(a_debuglink_target_without_build_id_is_held_to_its_crc),
 		cmocka_unit_test(a_build_id_mismatch_yields_no_name_and_names_the_file),
 		cmocka_unit_test(a_debug_file_of_another_build_under_the_build_id_path_is_refused),
 		cmocka_unit_test(an_nm_file_names_an_object_whose_file_is_gone),
