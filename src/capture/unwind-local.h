@@ -80,10 +80,11 @@ RS_HIDDEN extern uintptr_t rs_main_top;
 #define RS_MAIN_ENTRY_AREA 512u
 
 /*
- * Signal-return trampolines seen in the CFI of loaded objects (an FDE whose
- * CIE has the 'S' augmentation), recorded by fpcheck.c at scan time and
- * kept out of the unwinder's fast path.  A trampoline not listed is still
- * found by its code bytes, on the slow path.
+ * Signal-return trampolines: the address of each one found in the CFI of
+ * a loaded object (an FDE whose CIE has the 'S' augmentation) whose code
+ * bytes are the trampoline's, recorded by fpcheck.c at scan time.  The
+ * walker recognises a signal frame by these addresses, and keeps ranges
+ * that hold one out of its fast path.
  */
 #define RS_RESTORERS 4
 RS_HIDDEN extern _Atomic uintptr_t rs_restorer[RS_RESTORERS];

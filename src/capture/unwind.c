@@ -13,8 +13,9 @@
  *   as learned ahead of time (stack.c); lo starts at the stack pointer of
  *   the walk's start and becomes fp + 16 after each frame, so every read
  *   is above the previous one and a chain can neither loop nor leave the
- *   window.  Code bytes are read only inside an object the object table
- *   knows (the signal-return check), never at an unknown address.
+ *   window.  Code is never read: signal-return trampolines are known by
+ *   address, their bytes checked when their object was scanned
+ *   (fpcheck.c).
  * - Verdict.  reasons == 0 only if every frame passed every check and the
  *   walk ended at the thread's outermost frame: a saved frame pointer of
  *   0, or the C runtime's entry frame (docs/unwinder.md, "The end of the
@@ -28,9 +29,10 @@
  * Memory ordering: the object table is read through its latch
  * (objtab-local.h): begin, walk, end; if end fails the whole walk is
  * repeated (the stack has not changed: it is this thread's, or frozen
- * under the signal handler), at most RS_LATCH_TRIES times.  No other
- * shared state is written; rs_restorer[] is read relaxed (see
- * unwind-local.h).
+ * under the signal handler), at most RS_LATCH_TRIES times.  The
+ * restorer list is read with acquire on its count (rs_unwind_note_restorer()).
+ * The only state written is the calling thread's own cache
+ * (fast_cache_store()).
  *
  * Async-signal-safe: no lock, no allocation, no system call, errno untouched.
  */
@@ -44,7 +46,11 @@
 _Atomic uintptr_t rs_restorer[RS_RESTORERS];
 _Atomic unsigned rs_restorers;
 
-/* Writers are scans, serialised by the object table's lock. */
+/*
+ * Writers are scans, serialised by the object table's lock; the entries
+ * only grow.  Pairs with the acquire loads of rs_restorers in
+ * is_restorer() and fast_range_set().
+ */
 void rs_unwind_note_restorer(uintptr_t pc)
 {
 	unsigned n = atomic_load_explicit(&rs_restorers, memory_order_relaxed);
@@ -55,7 +61,6 @@ void rs_unwind_note_restorer(uintptr_t pc)
 	if (n == RS_RESTORERS)
 		return;
 	atomic_store_explicit(&rs_restorer[n], pc, memory_order_relaxed);
-	/* pairs with the acquire load of rs_restorers in fast_range_set() */
 	atomic_store_explicit(&rs_restorers, n + 1, memory_order_release);
 }
 
@@ -86,12 +91,20 @@ static inline const struct rs_stack_range *range_of(const struct rs_walk *w, uin
 	return NULL;
 }
 
-/* Is @ra the signal-return trampoline?  @v holds the range of @ra. */
-static bool is_restorer(const struct rs_objtab_view *v, uintptr_t ra)
+/*
+ * Is @ra a signal-return trampoline?  Only addresses whose code bytes
+ * were checked when their object was scanned count: the walk itself never
+ * reads code, so a garbage return address cannot make it touch a hole in
+ * an object's text.
+ */
+static bool is_restorer(uintptr_t ra)
 {
-	if (v->end - ra < RS_ARCH_SIGRETURN_LEN)
-		return false;
-	return rs_arch_is_sigreturn((const unsigned char *)ra);
+	unsigned n = atomic_load_explicit(&rs_restorers, memory_order_acquire);
+
+	for (unsigned i = 0; i < n && i < RS_RESTORERS; i++)
+		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) == ra)
+			return true;
+	return false;
 }
 
 /*
@@ -360,7 +373,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		if (rs_unlikely(!rs_objtab_find(v, ra))) {
 			reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 			word = unknown_word(ra, relative);
-		} else if (rs_unlikely(is_restorer(v, ra))) {
+		} else if (rs_unlikely(is_restorer(ra))) {
 			/* A signal frame: continue in the context the kernel saved. */
 			uintptr_t uc = rs_arch_sigframe_context(fp);
 			struct rs_arch_context c;
