@@ -11,7 +11,8 @@
  *            ring: the floor
  *   write2   write(2) of the same bytes to a file
  *
- *   bench_ring              time every method, records/s from 1 and 2 threads
+ *   bench_ring              time every method, records/s from 1 and 2 threads (and,
+ *                           as a control, how a loop of pure computation scales)
  *   bench_ring METHOD N     N records of METHOD only (for bench/callgrind.sh)
  */
 #include <fcntl.h>
@@ -117,6 +118,15 @@ static double best_ns(void (*fn)(unsigned long), unsigned long n)
 }
 
 static void (*rate_fn)(unsigned long) = do_whole;
+
+/* The control: pure computation, no memory shared.  How well 2 threads can scale on this machine now. */
+static void do_spin(unsigned long n)
+{
+	volatile uint64_t x = 0;
+
+	for (unsigned long i = 0; i < n * 64; i++)
+		x = x + i;
+}
 
 static void *thread_main(void *arg)
 {
@@ -224,6 +234,10 @@ int main(int argc, char **argv)
 	printf("ring_rate_1thread: %.0f records/s\n", r1);
 	printf("ring_rate_2threads: %.0f records/s\n", r2);
 	printf("ring_scaling_2threads: %.2f x\n", r2 / r1);
+	rate_fn = do_spin;
+	r1 = rate(1, 200000);
+	r2 = rate(2, 200000);
+	printf("cpu_spin_scaling_2threads: %.2f x\n", r2 / r1); /* the machine's parallelism now */
 	rate_fn = do_write;
 	r1 = rate(1, 2000000);
 	r2 = rate(2, 2000000);

@@ -175,9 +175,19 @@ static inline uint32_t chunk_index(struct rs_ring *r, uint64_t p)
 	return (uint32_t)(((p - r->base) & r->mask) / RS_CHUNK);
 }
 
+/*
+ * The state of chunk i lives at entry (i % 8) * (n / 8) + i / 8: chunks
+ * reserved one after the other (by different threads, as a rule) keep
+ * their owner words in different cache lines.
+ */
+static inline struct rs_chunk_state *state_of(struct rs_ring *r, uint32_t i)
+{
+	return &r->chunks[(i % 8) * (r->nchunks / 8) + i / 8];
+}
+
 static inline _Atomic uint32_t *owner_of(struct rs_ring *r, uint64_t start)
 {
-	return (_Atomic uint32_t *)&r->chunks[chunk_index(r, start)].owner;
+	return (_Atomic uint32_t *)&state_of(r, chunk_index(r, start))->owner;
 }
 
 static inline uint32_t lap_of(struct rs_ring *r, uint64_t q)
@@ -223,7 +233,7 @@ static void chunk_finish(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t
 				      rs_rec_sum(r->seed, cur, h, RS_REC_HEAD), memory_order_release);
 	}
 	if (count)
-		atomic_store_explicit((_Atomic uint32_t *)&r->chunks[chunk_index(r, start)].count, count,
+		atomic_store_explicit((_Atomic uint32_t *)&state_of(r, chunk_index(r, start))->count, count,
 				      memory_order_relaxed);
 	if (r->mode == RS_MODE_OVERWRITE)
 		atomic_store_explicit(owner_of(r, start), OWNER_FREE, memory_order_release);
@@ -271,7 +281,7 @@ static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
 							     memory_order_acquire, memory_order_relaxed))
 			continue;
 		if (lap) {
-			uint32_t old = atomic_exchange_explicit((_Atomic uint32_t *)&r->chunks[i].count, 0,
+			uint32_t old = atomic_exchange_explicit((_Atomic uint32_t *)&state_of(r, i)->count, 0,
 								memory_order_relaxed);
 
 			if (old)
