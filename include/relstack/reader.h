@@ -97,6 +97,7 @@ struct relstack_run_info {
 	uint32_t pid;
 	char comm[16];
 	enum relstack_run_state state;
+	bool writer_alive;             /* current run, opened from a path: a recorder still holds the file */
 	unsigned mode;                 /* enum relstack_recorder_mode */
 	bool addresses;                /* absolute stacks allowed, object table keeps load addresses */
 	uint64_t ring_size;            /* geometry */

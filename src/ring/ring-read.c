@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +68,7 @@ struct relstack_reader {
 	struct run_view run[RS_RUNS];
 	int which[2];                 /* area of the current and previous run, -1 */
 	unsigned nruns;
+	bool locked;                  /* a recorder held the file's lock when it was read */
 };
 
 struct relstack_cursor {
@@ -570,8 +572,17 @@ struct relstack_reader *relstack_reader__open(const char *path, const struct rel
 			break;
 		got += (size_t)n;
 	}
-	close(fd);
-	return open_owned(mem, got, o, path);
+	{
+		/* a recorder holds an exclusive lock on its file while it runs */
+		bool locked = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+		struct relstack_reader *r;
+
+		close(fd);
+		r = open_owned(mem, got, o, path);
+		if (r)
+			r->locked = locked;
+		return r;
+	}
 }
 
 void relstack_reader__close(struct relstack_reader *r)
@@ -628,6 +639,7 @@ int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run
 	out->pid = h->pid;
 	memcpy(out->comm, h->comm, sizeof(out->comm) - 1);
 	out->state = h->state == RS_RUN_CLOSED ? RELSTACK_RUN_CLOSED : RELSTACK_RUN_ACTIVE;
+	out->writer_alive = which == RELSTACK_RUN_CURRENT && out->state == RELSTACK_RUN_ACTIVE && r->locked;
 	out->mode = h->mode;
 	out->addresses = (h->flags & RS_RUN_ADDRESSES) != 0;
 	out->ring_size = h->ring_size;

@@ -324,6 +324,8 @@ static void a_new_run_keeps_the_previous_run_decodable_and_drops_the_one_before(
 			assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_PREVIOUS, &prev), 0);
 			assert_int_equal(cur.generation, 3);
 			assert_int_equal(cur.state, RELSTACK_RUN_ACTIVE);
+			assert_true(cur.writer_alive);
+			assert_false(prev.writer_alive);
 			assert_int_equal(prev.generation, 2);
 			assert_int_equal(prev.state, RELSTACK_RUN_CLOSED);
 			assert_int_equal(verify_run(r, RELSTACK_RUN_CURRENT, &first, &last), 10);
@@ -376,6 +378,7 @@ static void a_partial_record_is_skipped_and_counted_never_returned(void **state)
 
 			assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
 			assert_int_equal(info.state, RELSTACK_RUN_ACTIVE);
+			assert_false(info.writer_alive); /* killed: active, but nobody holds the file */
 			assert_int_equal(info.skipped, 1);
 			while (relstack_cursor__next(c, &rec) > 0 && n < 8)
 				relstack_record__field_int(&rec, "seq", &seqs[n++]);
