@@ -14,7 +14,8 @@
  * the process afterwards (SIGKILL included); a record cut short by the
  * death of its writer is never accepted by the reader (relstack/reader.h).
  * The data survive the process, not the machine: call
- * relstack_recorder__flush() for that.
+ * relstack_recorder__flush() for that.  A child forked while a recorder
+ * is open may go on recording into the same run (the file is shared).
  *
  * docs/format.md, "The buffer file", specifies the file.
  */

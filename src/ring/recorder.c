@@ -340,11 +340,7 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	s.flags = flags;
 	rs_run_layout(ring_size, objtab_capacity, &s, &area);
 	s.base = generation << 40;
-	{
-		extern char *program_invocation_short_name;
-
-		strncpy(s.comm, program_invocation_short_name, sizeof(s.comm) - 1);
-	}
+	strncpy(s.comm, program_invocation_short_name, sizeof(s.comm) - 1);
 	s.seed = rs_hash32(RS_HASH32_INIT, s.run_id, sizeof(s.run_id));
 	s.head = s.base;
 	/* schemas and chunk states lie between schema_offset and objtab_offset */

@@ -490,6 +490,55 @@ static void options_of_a_newer_caller_are_refused_unless_zero(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+
+static void a_forked_child_records_into_the_same_run_with_its_own_thread_id(void **state)
+{
+	struct relstack_recorder *rec = open_rec(RELSTACK_MODE_OVERWRITE, 0, 0);
+	int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+	struct relstack_reader *r;
+	struct relstack_cursor *c;
+	struct relstack_record out;
+	uint32_t parent = (uint32_t)gettid(), child_tid = 0, seen = 0;
+	int status;
+	pid_t pid;
+
+	for (uint64_t s = 0; s < 10; s++)
+		assert_int_equal(write_seq(rec, ev, s, 8), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (uint64_t s = 10; s < 20; s++)
+			if (write_seq(rec, ev, s, 8) != 0)
+				_exit(1);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (uint64_t s = 20; s < 30; s++)
+		assert_int_equal(write_seq(rec, ev, s, 8), 0);
+	relstack_recorder__close(rec);
+
+	r = open_reader();
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	while (relstack_cursor__next(c, &out) > 0) {
+		int64_t seq;
+
+		relstack_record__field_int(&out, "seq", &seq);
+		assert_true(seq >= 0 && seq < 30 && !(seen & 1u << seq));
+		seen |= 1u << seq;
+		for (size_t i = 0; i < out.nwords; i++)
+			assert_true(out.words[i] == payload((uint64_t)seq, (unsigned)i));
+		if (seq >= 10 && seq < 20)
+			child_tid = out.tid;
+		else
+			assert_int_equal(out.tid, parent);
+	}
+	relstack_cursor__free(c);
+	assert_int_equal(child_tid, (uint32_t)pid); /* the child's cached thread id was reset */
+	assert_int_equal(seen, (1u << 30) - 1);     /* all 30, each once: the child took a chunk of its own */
+	relstack_reader__close(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +557,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(new_files_are_0600_and_symlinks_and_foreign_files_are_refused, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(options_of_a_newer_caller_are_refused_unless_zero, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_forked_child_records_into_the_same_run_with_its_own_thread_id, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
