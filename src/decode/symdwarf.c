@@ -441,11 +441,20 @@ static struct scopes *build_scopes(struct unit *u)
 		int tag = dwarf_tag(die);
 		int32_t me = owner[depth];
 
+		bool code = true;
+
 		if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
 			if (add_scope(&b, die, tag, owner[depth], &me) < 0)
 				goto fail;
+			code = me != owner[depth];
+		} else if (tag == DW_TAG_lexical_block) {
+			code = dwarf_hasattr(die, DW_AT_low_pc) || dwarf_hasattr(die, DW_AT_ranges);
 		}
-		if (descend_into(tag) && depth + 1 < MAX_DEPTH && dwarf_haschildren(die) > 0 &&
+		/*
+		 * Abstract instances and declarations have no code, so nothing
+		 * inlined can sit below them: their subtrees are skipped.
+		 */
+		if (code && descend_into(tag) && depth + 1 < MAX_DEPTH && dwarf_haschildren(die) > 0 &&
 		    dwarf_child(die, &stack[depth + 1]) == 0) {
 			owner[depth + 1] = me;
 			depth++;
