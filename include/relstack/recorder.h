@@ -135,9 +135,11 @@ RELSTACK_API int relstack_recorder__define_event(struct relstack_recorder *rec, 
  * @fields (the event's schema says what they are).
  * Async-signal-safe: no lock, no allocation, no system call (see
  * relstack_recorder__thread_init() for the thread's first record), bounded
- * work, errno preserved.  Returns 0; -ENOSPC (stop mode, full),
- * -E2BIG (fields too large), -ENOENT (event not defined), -EPERM (absolute
- * stack not allowed); the last three and full are counted as lost.
+ * work, errno preserved.  Returns 0, or a negative errno, the record then
+ * counted as lost: -ENOSPC (stop mode: full; overwrite mode: the next
+ * chunks all had a writer inside a record), -E2BIG (@fields_size is not the
+ * event's size), -ENOENT (event not defined), -EPERM (absolute stack not
+ * allowed), -EINVAL (unknown flags, NULL fields).
  */
 RELSTACK_API int relstack_recorder__record(struct relstack_recorder *rec, unsigned event_id,
 					   const void *fields, size_t fields_size, unsigned flags);
