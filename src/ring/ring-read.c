@@ -533,7 +533,8 @@ struct relstack_reader *relstack_reader__open(const char *path, const struct rel
 		errno = EINVAL;
 		return NULL;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		err = errno;
 		say(o, path, "cannot open: %s", strerror(err));

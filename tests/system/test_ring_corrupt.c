@@ -366,6 +366,19 @@ static void a_missing_file_and_a_foreign_file_get_distinct_codes(void **state)
 	assert_int_equal(errno, RELSTACK_EMAGIC);
 	assert_null(relstack_reader__open("/", &o));
 	assert_int_equal(errno, EINVAL);
+	{
+		char dir[64] = "/tmp/rs-fifo-XXXXXX", fifo[96];
+
+		assert_non_null(mkdtemp(dir));
+		snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+		assert_null(relstack_reader__open(fifo, &o)); /* refused at once, not waited on */
+		assert_int_equal(errno, EINVAL);
+		assert_null(relstack_recorder__open(fifo, NULL));
+		assert_int_equal(errno, EINVAL);
+		unlink(fifo);
+		rmdir(dir);
+	}
 }
 
 int main(void)
