@@ -12,6 +12,7 @@ SF_API int symfix_leaf(int x);
 SF_API int symfix_outer(int x);
 SF_API int symfix_lines(int x);
 SF_API int symfix_big(int x);
+SF_API int symfix_nested(int x);
 
 volatile int symfix_sink;
 
@@ -48,6 +49,20 @@ SF_API int symfix_lines(int x)
 	return symfix_sink * 7;
 }
 __attribute__((visibility("default"))) const unsigned symfix_line_lines_first = __LINE__ - 5;
+
+/* two levels of inlining: symfix_inner inside symfix_middle inside symfix_nested */
+static inline __attribute__((always_inline)) int symfix_middle(int x)
+{
+	x += symfix_inner(x);
+	return x * 5;
+}
+__attribute__((visibility("default"))) const unsigned symfix_line_middle_call = __LINE__ - 3;
+
+SF_API int symfix_nested(int x)
+{
+	return symfix_middle(x) + symfix_leaf(x);
+}
+__attribute__((visibility("default"))) const unsigned symfix_line_nested_call = __LINE__ - 2;
 
 /* a larger function, so sampled addresses land in bodies of several sizes */
 SF_API int symfix_big(int x)

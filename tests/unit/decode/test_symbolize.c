@@ -153,7 +153,9 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static const char *const fixture_functions[] = { "symfix_leaf", "symfix_outer", "symfix_lines", "symfix_big" };
+static const char *const fixture_functions[] = {
+	"symfix_leaf", "symfix_outer", "symfix_lines", "symfix_big", "symfix_nested",
+};
 
 /* ---- names from the file at the recorded path ---- */
 
@@ -231,6 +233,42 @@ static void inlined_frames_name_the_inlined_function_innermost_first(void **stat
 		/* the function's own location is the call site */
 		assert_int_equal(sym.line, call);
 		assert_true(ends_with(sym.file, "/symfix.c"));
+	}
+	assert_true(seen > 0);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+static void nested_inlined_frames_chain_each_call_site(void **state)
+{
+	struct rs_symbolizer *s = new_symbolizer(true, true, NULL);
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	int h = add_object(s, &obj);
+	unsigned inner_first = fixture_const("symfix_line_inner_first");
+	unsigned inner_last = fixture_const("symfix_line_inner_last");
+	unsigned middle_call = fixture_const("symfix_line_middle_call");
+	unsigned nested_call = fixture_const("symfix_line_nested_call");
+	uint64_t addr, size;
+	unsigned seen = 0;
+
+	nm_symbol(SYMFIX_PATH, "symfix_nested", &addr, &size);
+	for (uint64_t off = 0; off < size; off++) {
+		struct rs_sym sym;
+
+		assert_int_equal(rs_symbolize(s, h, addr + off, &sym), 0);
+		assert_string_equal(sym.name, "symfix_nested");
+		if (sym.n_inlined < 2)
+			continue;
+		seen++;
+		assert_int_equal(sym.n_inlined, 2);
+		assert_string_equal(sym.inlined[0].name, "symfix_inner");
+		assert_in_range(sym.inlined[0].line, inner_first, inner_last);
+		/* symfix_middle, at the line where it calls symfix_inner */
+		assert_string_equal(sym.inlined[1].name, "symfix_middle");
+		assert_int_equal(sym.inlined[1].line, middle_call);
+		assert_true(ends_with(sym.inlined[1].file, "/symfix.c"));
+		/* symfix_nested itself, at the line where it calls symfix_middle */
+		assert_int_equal(sym.line, nested_call);
 	}
 	assert_true(seen > 0);
 	rs_symbolizer_free(s);
@@ -642,7 +680,7 @@ static void names_and_lines_agree_with_addr2line(void **state)
 {
 	struct relstack_object obj = fixture_record(SYMFIX_PATH);
 	const char *files[2] = { SYMFIX_PATH, NULL };
-	uint64_t addrs[200];
+	uint64_t addrs[sizeof(fixture_functions) / sizeof(fixture_functions[0]) * 50];
 	size_t n = 0;
 
 	sh("objcopy --strip-debug '%s' '%s'", SYMFIX_PATH, tpath("symtab-only.so"));
@@ -907,6 +945,7 @@ int main(void)
 		cmocka_unit_test(names_symoff_and_symsize_agree_with_nm),
 		cmocka_unit_test(file_and_line_come_from_the_dwarf_of_the_file),
 		cmocka_unit_test(inlined_frames_name_the_inlined_function_innermost_first),
+		cmocka_unit_test(nested_inlined_frames_chain_each_call_site),
 		cmocka_unit_test(a_stripped_file_finds_its_debug_file_by_build_id),
 		cmocka_unit_test(debuglink_targets_are_found_next_to_the_file_and_in_dot_debug),
 		cmocka_unit_test(a_debuglink_target_without_build_id_is_held_to_its_crc),
