@@ -110,9 +110,21 @@ struct relstack_run_info {
 	uint64_t overwritten;          /* records overwritten by newer ones (overwrite mode) */
 	/* counters of this reader */
 	uint64_t records;              /* valid records found */
-	uint64_t skipped;              /* partial or damaged records found and skipped */
+	uint64_t skipped;              /* records found and skipped: the three below */
+	uint64_t skipped_partial;      /* cut short by the death of their writer (commit 0) */
+	uint64_t skipped_damaged;      /* checksum mismatch */
+	uint64_t skipped_malformed;    /* checksum right, but the body does not fit its length, or
+					  an unknown kind, or reserved bits set */
 	uint64_t gap_bytes;            /* bytes holding no record head (never written, cut off, or damaged) */
 };
+
+/*
+ * The first damaged or malformed record of the run, as "run area N, offset
+ * 0x...: record at position +0x...: what is wrong"; NULL if none (partial
+ * records are not damage: a crash leaves them).
+ */
+RELSTACK_API const char *relstack_reader__record_error(const struct relstack_reader *r,
+						       enum relstack_run_which which);
 
 /* Number of valid runs in the file (0, 1 or 2). */
 RELSTACK_API unsigned relstack_reader__run_count(const struct relstack_reader *r);

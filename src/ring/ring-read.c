@@ -57,7 +57,8 @@ struct run_view {
 	int8_t by_id[RS_SCHEMAS];
 	uint64_t *pos;                /* positions of valid records */
 	size_t npos, cappos;
-	uint64_t skipped, gap_bytes;
+	uint64_t skipped, partial, damaged, malformed, gap_bytes;
+	char rec_err[200];            /* the first damaged or malformed record */
 };
 
 struct relstack_reader {
@@ -380,6 +381,18 @@ static int add_pos(struct run_view *v, uint64_t p)
 	return 0;
 }
 
+static void bad_record(const struct relstack_reader *r, struct run_view *v, uint64_t p, const char *what)
+{
+	const struct rs_run_head *h = &v->h;
+
+	if (v->rec_err[0])
+		return;
+	snprintf(v->rec_err, sizeof(v->rec_err), "run area %u, offset 0x%llx: record at position +0x%llx: %s",
+		 v->area,
+		 (unsigned long long)(r->fh.run_offset[v->area] + h->ring_offset + ((p - h->base) & (h->ring_size - 1))),
+		 (unsigned long long)(p - h->base), what);
+}
+
 static int scan_records(const struct relstack_reader *r, struct run_view *v)
 {
 	const struct rs_run_head *h = &v->h;
@@ -399,6 +412,7 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 		const unsigned char *d = v->ring + off;
 		struct rs_rec_head rh;
 		struct rs_rec_body b;
+		const char *why;
 		size_t len;
 
 		memcpy(&rh, d, sizeof(rh));
@@ -410,14 +424,18 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 		}
 		if (rh.commit == 0) {
 			/* B happened, D did not: a partial record */
-			if (rh.kind != RS_REC_PAD)
+			if (rh.kind != RS_REC_PAD) {
 				v->skipped++;
+				v->partial++;
+			}
 			p += len;
 			continue;
 		}
 		/* a PAD record's checksum covers its head only: the rest is not written */
 		if (rh.commit != rs_rec_sum(h->seed, p, d, rh.kind == RS_REC_PAD ? RS_REC_HEAD : len)) {
 			v->skipped++;
+			v->damaged++;
+			bad_record(r, v, p, "checksum mismatch");
 			v->gap_bytes += 16;
 			p += 16;
 			continue;
@@ -429,8 +447,11 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 		memset(&b, 0, sizeof(b));
 		if (len >= RS_REC_FIXED)
 			memcpy(&b, d + RS_REC_HEAD, sizeof(b));
-		if (body_problem(&rh, &b, len, ws)) {
+		why = body_problem(&rh, &b, len, ws);
+		if (why) {
 			v->skipped++;
+			v->malformed++;
+			bad_record(r, v, p, why);
 		} else if (add_pos(v, p) < 0) {
 			return -ENOMEM;
 		}
@@ -652,6 +673,9 @@ int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run
 	out->overwritten = h->overwritten;
 	out->records = v->npos;
 	out->skipped = v->skipped;
+	out->skipped_partial = v->partial;
+	out->skipped_damaged = v->damaged;
+	out->skipped_malformed = v->malformed;
 	out->gap_bytes = v->gap_bytes;
 	return 0;
 }
@@ -661,6 +685,13 @@ const char *relstack_reader__run_error(const struct relstack_reader *r, unsigned
 	if (area >= RS_RUNS || !r->run[area].err[0])
 		return NULL;
 	return r->run[area].err;
+}
+
+const char *relstack_reader__record_error(const struct relstack_reader *r, enum relstack_run_which which)
+{
+	const struct run_view *v = view(r, which);
+
+	return v && v->rec_err[0] ? v->rec_err : NULL;
 }
 
 unsigned relstack_reader__object_count(const struct relstack_reader *r, enum relstack_run_which which)

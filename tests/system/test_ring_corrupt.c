@@ -303,6 +303,10 @@ static void flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_count
 		assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
 		if (n < good_records[0])
 			assert_true(info.skipped + info.gap_bytes > 0);
+		assert_int_equal(info.skipped_partial, 0); /* damage is never taken for a crash */
+		if (info.skipped_damaged)
+			assert_non_null(strstr(relstack_reader__record_error(r, RELSTACK_RUN_CURRENT),
+					       ": checksum mismatch"));
 		assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
 		relstack_reader__close(r);
 	}

@@ -380,6 +380,8 @@ static void a_partial_record_is_skipped_and_counted_never_returned(void **state)
 			assert_int_equal(info.state, RELSTACK_RUN_ACTIVE);
 			assert_false(info.writer_alive); /* killed: active, but nobody holds the file */
 			assert_int_equal(info.skipped, 1);
+			assert_int_equal(info.skipped_partial, 1);
+			assert_null(relstack_reader__record_error(r, RELSTACK_RUN_CURRENT)); /* a crash, not damage */
 			while (relstack_cursor__next(c, &rec) > 0 && n < 8)
 				relstack_record__field_int(&rec, "seq", &seqs[n++]);
 			assert_int_equal(n, 6);
