@@ -270,23 +270,50 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
  * pass every check; returns the first frame pointer that needs the full
  * checks (or leaves the window).  *lo is the bottom of the window: the
  * last frame passed is at *lo - 16.
+ *
+ * Two checks are hoisted out of the loop.  Room in the array: frames are
+ * at least 16 bytes apart, so a window cut to lo + 16 * (room - 1) holds
+ * no more frames than there is room for.  Alignment: the frame pointers
+ * are OR-ed together and checked after the loop; a misaligned one (its
+ * reads stayed inside the window, so nothing faulted) sends everything
+ * back to the first frame, which the caller then checks one at a time.
  */
+static inline uintptr_t load_word(uintptr_t addr)
+{
+	uintptr_t v;
+
+	__builtin_memcpy(&v, (const void *)addr, sizeof(v)); /* may be misaligned: see above */
+	return v;
+}
+
 RS_WALK_ATTRS __attribute__((always_inline)) static inline uintptr_t
 fast_frames(uintptr_t fp, uintptr_t *lo_io, uintptr_t top, uint64_t **out_io, uint64_t *out_end,
 	    const struct fast_range *f)
 {
 	const uintptr_t start = f->start, span = f->span;
 	const uint64_t delta = f->delta;
-	uint64_t *out = *out_io;
-	uintptr_t lo = *lo_io, ra;
+	uint64_t *out = *out_io, *const out0 = out;
+	uintptr_t lo = *lo_io, ra, acc = 0, cut, room = (uintptr_t)(out_end - out);
+	const uintptr_t fp0 = fp, lo0 = lo;
 
-	while (fp >= lo && fp <= top && !(fp & (RS_W - 1))) {
-		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
-		if (ra - start >= span || out == out_end)
+	if (!room)
+		return fp;
+	cut = (room - 1) * RS_ARCH_FRAME_SIZE;
+	if (top >= lo && top - lo > cut)
+		top = lo + cut;
+	while (fp >= lo && fp <= top) {
+		acc |= fp;
+		ra = load_word(fp + RS_ARCH_FRAME_RA * RS_W);
+		if (ra - start >= span)
 			break;
 		*out++ = ra + delta;
 		lo = fp + RS_ARCH_FRAME_SIZE;
-		fp = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
+		fp = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
+	}
+	if (rs_unlikely(acc & (RS_W - 1))) {
+		out = out0;
+		lo = lo0;
+		fp = fp0;
 	}
 	*out_io = out;
 	*lo_io = lo;

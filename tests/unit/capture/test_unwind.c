@@ -184,6 +184,57 @@ static void misaligned_frame_pointer_is_misaligned(void **state)
 	assert_int_equal(n, 1);
 }
 
+static void misaligned_frame_pointer_after_a_run_in_one_object_is_misaligned(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	/* several frames in one object first: the walk's fast path, then a bad one */
+	frame(4, slot(10), fp_text());
+	frame(10, slot(16), fp_text() + 1);
+	frame(16, slot(22), fp_text() + 2);
+	frame(22, slot(30) + 4, fp_text() + 3);
+	/* the misaligned record reads as a perfect last frame: next 0, ra in the same object */
+	{
+		uintptr_t zero = 0, ra = fp_text() + 4;
+
+		memcpy((char *)&stk[30] + 4, &zero, sizeof(zero));
+		memcpy((char *)&stk[30] + 12, &ra, sizeof(ra));
+	}
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	n = rs_unwind_walk(&w, words, 16, &v); /* again, with this object's range cached */
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_MISALIGNED);
+	assert_int_equal(n, 4);
+	assert_true(words[3] == word_of(fp_text() + 3));
+}
+
+static void frames_far_apart_fill_the_array_exactly(void **state)
+{
+	uint64_t words[8];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	/* 7 frames 200 words apart, then END: exactly 8 words */
+	for (size_t i = 0; i < 7; i++)
+		frame(4 + 200 * i, i < 6 ? slot(4 + 200 * (i + 1)) : 0, fp_text() + i);
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 8, &v);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 8);
+	for (size_t i = 0; i < 7; i++)
+		assert_true(words[i] == word_of(fp_text() + i));
+	assert_true(words[7] == RS_NATIVE_END);
+	/* one word less: truncated, with every frame that fits */
+	n = rs_unwind_walk(&w, words, 7, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_TRUNCATED);
+	assert_int_equal(n, 7);
+	assert_true(words[6] == word_of(fp_text() + 6));
+}
+
 static void chain_going_down_the_stack_is_not_increasing(void **state)
 {
 	uint64_t words[16];
@@ -630,6 +681,9 @@ int main(void)
 		cmocka_unit_test_setup(absolute_words_are_the_return_addresses, clear_stack),
 		cmocka_unit_test_setup(frame_pointer_beyond_the_stack_is_outside_stack, clear_stack),
 		cmocka_unit_test_setup(misaligned_frame_pointer_is_misaligned, clear_stack),
+		cmocka_unit_test_setup(misaligned_frame_pointer_after_a_run_in_one_object_is_misaligned,
+				       clear_stack),
+		cmocka_unit_test_setup(frames_far_apart_fill_the_array_exactly, clear_stack),
 		cmocka_unit_test_setup(chain_going_down_the_stack_is_not_increasing, clear_stack),
 		cmocka_unit_test_setup(return_address_in_no_object_is_unknown_text, clear_stack),
 		cmocka_unit_test(the_restorer_is_found_in_the_c_runtime),
