@@ -309,6 +309,7 @@ static void record_put(struct rs_ring *r, uint64_t p, size_t len, const struct r
 	struct rs_rec_body *b = (struct rs_rec_body *)(d + RS_REC_HEAD);
 	unsigned char *w = d + RS_REC_FIXED;
 	size_t wbytes = in->nwords * r->word_size;
+	uint64_t a, sum_b;
 
 	/* B: pairs with the reader's acquire load of pos */
 	atomic_store_explicit((_Atomic uint32_t *)&h->commit, 0, memory_order_relaxed);
@@ -318,7 +319,7 @@ static void record_put(struct rs_ring *r, uint64_t p, size_t len, const struct r
 	atomic_store_explicit((_Atomic uint64_t *)&h->pos, p, memory_order_release);
 	if (stage == 1)
 		return;
-	/* C */
+	/* C, with the checksum summed on the way (the words are read once) */
 	b->time_ns = rs_clock_ns(CLOCK_MONOTONIC);
 	b->epoch = in->epoch;
 	b->tid = tid;
@@ -327,11 +328,29 @@ static void record_put(struct rs_ring *r, uint64_t p, size_t len, const struct r
 	b->nwords = (uint16_t)in->nwords;
 	b->fields_size = (uint16_t)in->fields_size;
 	b->reserved = 0;
+	{
+		uint32_t w0;
+
+		memcpy(&w0, d + 12, 4);
+		a = sum_b = w0;
+	}
+	rs_rec_sum_words(&a, &sum_b, d, 2, RS_REC_FIXED / 8);
 	if (r->word_size == 8) {
-		memcpy(w, in->words, wbytes);
+		uint64_t *dst = (uint64_t *)w;
+		const uint64_t *src = in->words;
+		size_t n = in->nwords;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t v = src[i];
+
+			dst[i] = v;
+			a += v;
+			sum_b += rs_rotl64(v, (unsigned)(RS_REC_FIXED / 8 + i));
+		}
 	} else {
 		for (size_t i = 0; i < in->nwords; i++) {
 			uint32_t v = (uint32_t)in->words[i];
+
 			memcpy(w + 4 * i, &v, 4);
 		}
 	}
@@ -339,9 +358,12 @@ static void record_put(struct rs_ring *r, uint64_t p, size_t len, const struct r
 		return;
 	if (in->fields_size)
 		memcpy(w + wbytes, in->fields, in->fields_size);
-	memset(w + wbytes + in->fields_size, 0, len - RS_REC_FIXED - wbytes - in->fields_size);
+	for (size_t i = wbytes + in->fields_size; i < len - RS_REC_FIXED; i++)
+		w[i] = 0;
+	/* the rest: everything after the 8-byte words (4-byte words, fields, padding) */
+	rs_rec_sum_words(&a, &sum_b, d, RS_REC_FIXED / 8 + (r->word_size == 8 ? in->nwords : 0), len / 8);
 	/* D: pairs with the reader's acquire load of commit */
-	atomic_store_explicit((_Atomic uint32_t *)&h->commit, rs_rec_sum(r->seed, p, d, len),
+	atomic_store_explicit((_Atomic uint32_t *)&h->commit, rs_rec_sum_final(r->seed, p, a, sum_b),
 			      memory_order_release);
 }
 

@@ -186,23 +186,36 @@ static inline uint64_t rs_rotl64(uint64_t x, unsigned r)
  * in the 32-bit result with probability 1 - 2^-32.  No running dependency
  * but the two additions: about one cycle per word.
  */
-static inline uint32_t rs_rec_sum(uint32_t seed, uint64_t pos, const void *rec, size_t len)
+/* The sums over 64-bit words i_from .. i_to - 1 of @rec (the writer also feeds them word by word). */
+static inline void rs_rec_sum_words(uint64_t *a, uint64_t *b, const void *rec, size_t i_from, size_t i_to)
 {
 	const unsigned char *c = rec;
-	uint64_t a, b;
-	uint32_t w0, s;
 
-	__builtin_memcpy(&w0, c + 12, 4);
-	a = b = w0;
-	for (size_t i = 2; i < len / 8; i++) {
+	for (size_t i = i_from; i < i_to; i++) {
 		uint64_t w;
 
 		__builtin_memcpy(&w, c + 8 * i, 8);
-		a += w;
-		b += rs_rotl64(w, (unsigned)i);
+		*a += w;
+		*b += rs_rotl64(w, (unsigned)i);
 	}
-	s = (uint32_t)(rs_mix64(a ^ ((uint64_t)seed << 32) ^ pos) ^ rs_mix64(b + pos));
+}
+
+static inline uint32_t rs_rec_sum_final(uint32_t seed, uint64_t pos, uint64_t a, uint64_t b)
+{
+	uint32_t s = (uint32_t)(rs_mix64(a ^ ((uint64_t)seed << 32) ^ pos) ^ rs_mix64(b + pos));
+
 	return s ? s : 1;
+}
+
+static inline uint32_t rs_rec_sum(uint32_t seed, uint64_t pos, const void *rec, size_t len)
+{
+	uint64_t a, b;
+	uint32_t w0;
+
+	__builtin_memcpy(&w0, (const unsigned char *)rec + 12, 4);
+	a = b = w0;
+	rs_rec_sum_words(&a, &b, rec, 2, len / 8);
+	return rs_rec_sum_final(seed, pos, a, b);
 }
 
 /* ---- the writer ---- */
