@@ -699,7 +699,8 @@ static int cmp_str(const void *a, const void *b)
 
 static void print_folded(struct ctx *c)
 {
-	qsort(c->folded, c->nfolded, sizeof(*c->folded), cmp_str);
+	if (c->nfolded)
+		qsort(c->folded, c->nfolded, sizeof(*c->folded), cmp_str);
 	for (size_t i = 0; i < c->nfolded;) {
 		size_t k = i;
 
@@ -818,7 +819,8 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 		n++;
 	}
 	relstack_cursor__free(cur);
-	qsort(all, n, sizeof(*all), cmp_rec);
+	if (n)
+		qsort(all, n, sizeof(*all), cmp_rec);
 
 	objects_load(r, o->run, &c.os);
 	if (symbolize)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -23,8 +24,8 @@
 #include "relstack/relstack.h"
 
 /* Each load takes a new slot (no holder: no reuse), so loads stay below the capacity. */
-#define MAX_LOADS 900
-#define WANT_SAMPLES 60000
+#define MAX_LOADS 500
+#define WANT_SAMPLES 20000
 #define LOG_MAX 200000
 
 struct sample {
@@ -62,9 +63,25 @@ static void on_signal(int sig)
 	samples[i].epoch = epoch;
 }
 
+/* Spin until @n more handlers ran, or 20 ms passed. */
+static void wait_for_samples(size_t n)
+{
+	size_t n0 = atomic_load(&nsamples);
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while (atomic_load(&nsamples) - n0 < n &&
+	       (t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 20000000L);
+}
+
+static timer_t signal_me_often(void);
+
 static void *loader(void *arg)
 {
 	static const char *const names[] = { "a", "b", "c", "d" };
+	timer_t t = signal_me_often();
 
 	for (int i = 0; i < MAX_LOADS && (i < 64 || atomic_load(&nsamples) < WANT_SAMPLES); i++) {
 		char path[4096];
@@ -81,32 +98,37 @@ static void *loader(void *arg)
 		sym = dlsym(h, "plugin_address");
 		memcpy(&addr, &sym, sizeof(addr));
 		atomic_store_explicit(&cur_plugin, addr(), memory_order_relaxed);
-		for (volatile int spin = 0; spin < 2000000; spin++)
-			;
+		wait_for_samples(40); /* let the handlers see the plugin loaded */
 		/* The handlers keep encoding this address after the unload. */
 		dlclose(h);
 		relstack_objtab_refresh();
 	}
+	timer_delete(t);
 	atomic_store(&done, 1);
 	return NULL;
 }
 
-static void *sender(void *arg)
+/*
+ * A timer that signals the calling thread every 50 microseconds: handlers
+ * fire at a high rate on the thread that dlopens as well as on the other.
+ */
+static timer_t signal_me_often(void)
 {
-	pthread_t *targets = arg;
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGUSR1 };
+	struct itimerspec its = { .it_interval = { 0, 50000 }, .it_value = { 0, 50000 } };
+	timer_t t;
 
-	for (unsigned n = 0; !atomic_load(&done); n++) {
-		pthread_kill(targets[n & 1], SIGUSR1);
-		if ((n & 63) == 0)
-			sched_yield();
-	}
-	return NULL;
+	ev._sigev_un._tid = gettid();
+	assert_int_equal(timer_create(CLOCK_MONOTONIC, &ev, &t), 0);
+	assert_int_equal(timer_settime(t, 0, &its, NULL), 0);
+	return t;
 }
 
 static void lookups_in_signal_handlers_race_dlopen_and_dlclose_safely(void **state)
 {
 	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
-	pthread_t lt, st, targets[2];
+	pthread_t lt;
+	timer_t t;
 	struct relstack_format f;
 	uint64_t main_word, libc_word, plugin_off = 0;
 	size_t n, plugin_hits = 0, plugin_unknown = 0;
@@ -139,15 +161,13 @@ static void lookups_in_signal_handlers_race_dlopen_and_dlclose_safely(void **sta
 	}
 
 	sigaction(SIGUSR1, &sa, NULL);
-	targets[0] = pthread_self();
+	t = signal_me_often();
 	assert_int_equal(pthread_create(&lt, NULL, loader, NULL), 0);
-	targets[1] = lt;
-	assert_int_equal(pthread_create(&st, NULL, sender, targets), 0);
 	while (!atomic_load(&done))
 		main_fn();
 	pthread_join(lt, &ret);
 	assert_null(ret);
-	pthread_join(st, NULL);
+	timer_delete(t);
 	signal(SIGUSR1, SIG_IGN);
 
 	n = atomic_load(&nsamples);
