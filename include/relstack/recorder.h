@@ -160,10 +160,13 @@ RELSTACK_API int relstack_recorder__write(struct relstack_recorder *rec, unsigne
 					  const void *fields, size_t fields_size, unsigned flags);
 
 /*
- * Read the calling thread's id now, so that no later record of this thread
- * makes a system call (the first record otherwise calls gettid(2) once).
+ * Prepare the calling thread for recording: the unwinder learns its stack
+ * (relstack_thread_register()), and its thread id is read now, so that no
+ * later record of this thread makes a system call (the first record
+ * otherwise calls gettid(2) once).  Call it at the start of every thread
+ * that records.  Not async-signal-safe.  Returns 0 or -errno.
  */
-RELSTACK_API void relstack_recorder__thread_init(void);
+RELSTACK_API int relstack_recorder__thread_init(void);
 
 /*
  * The crash handler.  On SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT it

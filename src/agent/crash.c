@@ -129,12 +129,14 @@ int relstack_recorder__install_crash_handler(struct relstack_recorder *rec)
 		pthread_mutex_unlock(&crash_lock);
 		return -EBUSY;
 	}
+	/* the alternate stack, then the unwinder learns the thread's stacks */
 	ret = relstack_crash_handler__thread_init();
+	if (ret == 0)
+		ret = relstack_recorder__thread_init();
 	if (ret < 0) {
 		pthread_mutex_unlock(&crash_lock);
 		return ret;
 	}
-	relstack_recorder__thread_init();
 	/* 1: pairs with the acquire load in the handler */
 	atomic_store_explicit(&crash_rec, rec, memory_order_release);
 	memset(&sa, 0, sizeof(sa));

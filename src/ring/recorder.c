@@ -530,7 +530,8 @@ int relstack_recorder__close(struct relstack_recorder *rec)
 	return ret;
 }
 
-void relstack_recorder__thread_init(void)
+int relstack_recorder__thread_init(void)
 {
 	rs_ring_tid();
+	return relstack_thread_register();
 }
