@@ -8,7 +8,7 @@ secs=${2:-60}
 src=$(cd "$(dirname "$0")/.." && pwd)
 found=0
 for t in "$build"/fuzz/fuzz_*; do
-	[ -x "$t" ] || continue
+	[ -f "$t" ] && [ -x "$t" ] || continue
 	found=1
 	name=$(basename "$t")
 	seeds="$src/fuzz/corpus/${name#fuzz_}"
