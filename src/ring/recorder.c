@@ -462,6 +462,7 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	rec->ring.chunks = (struct rs_chunk_state *)(rec->area + rec->run->counts_offset);
 	rec->ring.size = ring_size;
 	rec->ring.mask = ring_size - 1;
+	rec->ring.size_shift = (unsigned)__builtin_ctzll(ring_size);
 	rec->ring.base = rec->run->base;
 	rec->ring.nchunks = (uint32_t)(ring_size / RS_CHUNK);
 	rec->ring.seed = rec->run->seed;

@@ -192,7 +192,7 @@ static inline _Atomic uint32_t *owner_of(struct rs_ring *r, uint64_t start)
 
 static inline uint32_t lap_of(struct rs_ring *r, uint64_t q)
 {
-	return (uint32_t)((q - r->base) / r->size);
+	return (uint32_t)((q - r->base) >> r->size_shift);
 }
 
 #define OWNER_OPEN(lap) ((lap) << 1 | 1)    /* a writer is inside a record of this chunk */

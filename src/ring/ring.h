@@ -226,6 +226,7 @@ struct rs_ring {
 	struct rs_chunk_state *chunks; /* in the file */
 	uint64_t *chunk_epoch;       /* per chunk: epoch of its first record (process memory) */
 	uint64_t size, base, mask;
+	unsigned size_shift;         /* size == 1 << size_shift */
 	uint32_t nchunks;
 	uint32_t seed;
 	uint32_t mode;
