@@ -60,6 +60,7 @@ static void load_plugin(const char *path)
 	relstack_objtab_refresh(); /* give the new object its slot now */
 	generation++;
 	plugin_event("load");
+	__asm__ volatile("" ::: "memory"); /* no tail call: keep this frame in the trace */
 }
 
 static void unload_plugin(void)
@@ -68,6 +69,7 @@ static void unload_plugin(void)
 	plugin_filter = NULL;
 	dlclose(plugin);
 	relstack_objtab_refresh(); /* its slot turns UNLOADED, and keeps its record */
+	__asm__ volatile("" ::: "memory");
 }
 
 static __attribute__((noinline)) int handle_request(uint32_t worker, uint32_t id)

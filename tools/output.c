@@ -459,6 +459,48 @@ static void decode_frames(struct relstack_reader *r, enum relstack_run_which w, 
 	}
 }
 
+/*
+ * DWARF joins the compilation directory and the file name as the compiler
+ * saw them ("/src/build/../lib/x.c"): show the path with "." and "dir/.."
+ * folded away, without touching the file system (it is another machine's).
+ */
+static const char *clean_path(const char *path, char *buf, size_t size)
+{
+	const char *seg[256];
+	size_t len[256], n = 0, out = 0;
+	bool abs = path[0] == '/';
+	const char *p = path;
+
+	while (*p) {
+		const char *e = strchr(p, '/');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == 0 || (l == 1 && p[0] == '.')) {
+			/* nothing */
+		} else if (l == 2 && p[0] == '.' && p[1] == '.' && n && !(len[n - 1] == 2 && seg[n - 1][0] == '.')) {
+			n--;
+		} else if (n < 256) {
+			seg[n] = p;
+			len[n++] = l;
+		} else {
+			return path;
+		}
+		p += l + (e ? 1 : 0);
+	}
+	if (abs)
+		buf[out++] = '/';
+	for (size_t i = 0; i < n; i++) {
+		if (out + len[i] + 2 > size)
+			return path;
+		memcpy(buf + out, seg[i], len[i]);
+		out += len[i];
+		if (i + 1 < n)
+			buf[out++] = '/';
+	}
+	buf[out] = '\0';
+	return buf;
+}
+
 static const char *frame_problem(const struct frame *fr)
 {
 	return fr->why ? fr->why : relstack_reason_name(fr->e.reason);
@@ -501,6 +543,7 @@ static bool resolve(struct ctx *c, const struct frame *fr, struct rs_sym *out)
 static void text_frame(struct ctx *c, const struct frame *fr)
 {
 	struct rs_sym sym;
+	char path[4096];
 
 	if (fr->e.kind == RELSTACK_ENTRY_MARKER) {
 		if (fr->e.marker == RELSTACK_MARKER_END)
@@ -518,12 +561,12 @@ static void text_frame(struct ctx *c, const struct frame *fr)
 		for (unsigned i = 0; i < sym.n_inlined; i++) {
 			printf(" => %s [%s]", sym.inlined[i].name, obj);
 			if (sym.inlined[i].file)
-				printf(" %s:%u", sym.inlined[i].file, sym.inlined[i].line);
+				printf(" %s:%u", clean_path(sym.inlined[i].file, path, sizeof(path)), sym.inlined[i].line);
 			printf(" (inlined)\n");
 		}
 		printf(" => %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]", sym.name, sym.symoff, sym.symsize, obj);
 		if (sym.file)
-			printf(" %s:%u", sym.file, sym.line);
+			printf(" %s:%u", clean_path(sym.file, path, sizeof(path)), sym.line);
 		printf("\n");
 		return;
 	}
@@ -536,6 +579,7 @@ static void text_frame(struct ctx *c, const struct frame *fr)
 static void json_frame(struct ctx *c, const struct frame *fr, bool first)
 {
 	struct rs_sym sym;
+	char path[4096];
 
 	if (fr->e.kind == RELSTACK_ENTRY_MARKER && fr->e.marker == RELSTACK_MARKER_END)
 		return;
@@ -570,7 +614,7 @@ static void json_frame(struct ctx *c, const struct frame *fr, bool first)
 	json_string(stdout, sym.name, 4096);
 	printf(",\"symoff\":%" PRIu64 ",\"symsize\":%" PRIu64 ",\"file\":", sym.symoff, sym.symsize);
 	if (sym.file)
-		json_string(stdout, sym.file, 4096);
+		json_string(stdout, clean_path(sym.file, path, sizeof(path)), sizeof(path));
 	else
 		printf("null");
 	printf(",\"line\":");
@@ -584,7 +628,7 @@ static void json_frame(struct ctx *c, const struct frame *fr, bool first)
 		json_string(stdout, sym.inlined[i].name, 4096);
 		printf(",\"file\":");
 		if (sym.inlined[i].file)
-			json_string(stdout, sym.inlined[i].file, 4096);
+			json_string(stdout, clean_path(sym.inlined[i].file, path, sizeof(path)), sizeof(path));
 		else
 			printf("null");
 		printf(",\"line\":%u}", sym.inlined[i].line);
