@@ -113,13 +113,14 @@ struct cache {
 	int *slots;
 };
 
-static __attribute__((noinline)) void cache_flush(struct cache *c)
+/* noipa: keep the crash path as written, without clones or constant propagation */
+static __attribute__((noipa)) void cache_flush(struct cache *c)
 {
 	c->slots[7] = 0;
 	__asm__ volatile("" ::: "memory");
 }
 
-static __attribute__((noinline)) void shutdown_server(void)
+static __attribute__((noipa)) void shutdown_server(void)
 {
 	struct cache c = { NULL };
 
