@@ -49,7 +49,10 @@ struct relstack_recorder_opts {
 					     existing file keeps its geometry */
 	enum relstack_recorder_mode mode; /* for the new run */
 	unsigned flags;                   /* RELSTACK_RECORDER_* */
-	unsigned objtab_capacity;         /* object slots persisted per run; 0: 256.  New files only */
+	unsigned objtab_capacity;         /* object slots persisted per run; 0: 256, at most 1023.
+					     New files only.  While the recorder is open, objects
+					     beyond it encode as UNKNOWN, so a program with more
+					     loaded objects asks for more */
 };
 #define RELSTACK_RECORDER_OPTS_INIT { .sz = sizeof(struct relstack_recorder_opts) }
 
@@ -178,7 +181,7 @@ RELSTACK_API int relstack_recorder__thread_init(void);
  * The alternate stack is set up for the calling thread (unless it has
  * one); other threads get theirs with relstack_crash_handler__thread_init()
  * (a fault on a thread without one is still recorded, unless its stack
- * overflowed).  One recorder at a time.  Returns 0 or -errno (-EBUSY if
+ * overflowed; the 64 KiB stack it maps stays mapped when the thread ends).  One recorder at a time.  Returns 0 or -errno (-EBUSY if
  * installed already).  Not async-signal-safe.
  */
 RELSTACK_API int relstack_recorder__install_crash_handler(struct relstack_recorder *rec);
