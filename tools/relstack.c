@@ -81,31 +81,28 @@ static const char info_usage[] =
 	"\n"
 	"  --run current|previous   which run of the file (default: current)\n";
 
+/* The options dump and report share. */
+#define RECORD_OPTIONS \
+	"  --run current|previous   which run of the file (default: current)\n" \
+	"  --tid TID                only this thread (repeatable)\n" \
+	"  --event NAME             only this event (repeatable)\n" \
+	"  --since TIME             only records at or after TIME\n" \
+	"  --until TIME             only records at or before TIME\n" \
+	"                           TIME: +SECONDS from the run's start, or UTC\n" \
+	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n" \
+	"  --format text|json|folded  output format (default: text)\n"
+
 static const char dump_usage[] =
 	"Usage: relstack dump [OPTIONS] FILE\n"
 	"Print every record, each frame as object + offset, without symbols.\n"
 	"\n"
-	"  --run current|previous   which run of the file (default: current)\n"
-	"  --tid TID                only this thread (repeatable)\n"
-	"  --event NAME             only this event (repeatable)\n"
-	"  --since TIME             only records at or after TIME\n"
-	"  --until TIME             only records at or before TIME\n"
-	"                           TIME: +SECONDS from the run's start, or UTC\n"
-	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n"
-	"  --format text|json|folded  output format (default: text)\n";
+	RECORD_OPTIONS;
 
 static const char report_usage[] =
 	"Usage: relstack report [OPTIONS] FILE\n"
 	"Print every record with its frames symbolised.\n"
 	"\n"
-	"  --run current|previous   which run of the file (default: current)\n"
-	"  --tid TID                only this thread (repeatable)\n"
-	"  --event NAME             only this event (repeatable)\n"
-	"  --since TIME             only records at or after TIME\n"
-	"  --until TIME             only records at or before TIME\n"
-	"                           TIME: +SECONDS from the run's start, or UTC\n"
-	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n"
-	"  --format text|json|folded  output format (default: text)\n"
+	RECORD_OPTIONS
 	"  --debug-dir DIR          look for debug files under DIR too (repeatable)\n"
 	"  --symbols OBJECT=FILE    nm(1)/System.map symbols for OBJECT (repeatable)\n"
 	"  --no-lines               names only, no file:line\n"
