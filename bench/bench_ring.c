@@ -5,6 +5,7 @@
  *
  *   write    relstack_recorder__write() of 32 entry words already captured:
  *            timestamp, reserve, copy, checksum, commit (the copy only)
+ *   clock, tsc   one read of CLOCK_MONOTONIC, of the time stamp counter
  *   whole    relstack_recorder__record() 32 frames deep: capture + encode
  *            + write, the call a program makes
  *   memcpy   memcpy() of the same bytes (a 32-word record) into a 1 MiB
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include "relstack/relstack.h"
 
@@ -99,7 +101,20 @@ static void do_whole(unsigned long n)
 	deep(DEPTH, n);
 }
 
-/* What one timestamp costs: the write step reads CLOCK_MONOTONIC once per record. */
+/*
+ * What one timestamp costs: the write step reads one per record, the time
+ * stamp counter where it can stand for CLOCK_MONOTONIC (src/ring/ring-clock.c),
+ * else CLOCK_MONOTONIC.
+ */
+static void do_tsc(unsigned long n)
+{
+	for (unsigned long i = 0; i < n; i++) {
+		uint64_t t = __rdtsc();
+
+		__asm__ volatile("" : : "r"(t) : "memory");
+	}
+}
+
 static void do_clock(unsigned long n)
 {
 	for (unsigned long i = 0; i < n; i++) {
@@ -110,8 +125,9 @@ static void do_clock(unsigned long n)
 	}
 }
 
-static void (*const methods[])(unsigned long) = { do_write, do_whole, do_memcpy, do_write2, do_clock };
-static const char *const names[] = { "write", "whole", "memcpy", "write2", "clock" };
+static void (*const methods[])(unsigned long) = { do_write, do_whole, do_memcpy, do_write2, do_clock, do_tsc };
+static const char *const names[] = { "write", "whole", "memcpy", "write2", "clock", "tsc" };
+#define NMETHODS (sizeof(names) / sizeof(names[0]))
 
 static double best_ns(void (*fn)(unsigned long), unsigned long n)
 {
@@ -219,24 +235,25 @@ static void cleanup(void)
 
 int main(int argc, char **argv)
 {
-	double ns[5], r1, r2;
+	double ns[NMETHODS], r1, r2;
 
 	setup();
 	if (argc == 3) {
-		for (unsigned m = 0; m < 5; m++)
+		for (unsigned m = 0; m < NMETHODS; m++)
 			if (strcmp(argv[1], names[m]) == 0)
 				methods[m](strtoul(argv[2], NULL, 0));
 		cleanup();
 		return 0;
 	}
-	for (unsigned m = 0; m < 5; m++)
+	for (unsigned m = 0; m < NMETHODS; m++)
 		ns[m] = best_ns(methods[m], m == 3 ? 20000 : 200000);
 	printf("ring_write_d32: %.1f ns/record\n", ns[0]);
 	printf("ring_whole_d32: %.1f ns/record\n", ns[1]);
 	printf("ring_whole_d32_words: %zu words/record\n", frames_seen);
 	printf("ring_memcpy_%uB: %.1f ns/record\n", RECORD_BYTES, ns[2]);
 	printf("ring_write2_%uB: %.1f ns/record\n", RECORD_BYTES, ns[3]);
-	printf("ring_clock_monotonic: %.1f ns/read\n", ns[4]); /* part of every write */
+	printf("ring_clock_monotonic: %.1f ns/read\n", ns[4]);
+	printf("ring_clock_tsc: %.1f ns/read\n", ns[5]); /* one of the two is part of every write */
 	printf("ring_write_d32: ratio %.2f vs memcpy\n", ns[0] / ns[2]);
 	printf("ring_write_d32: ratio %.3f vs write2\n", ns[0] / ns[3]);
 	printf("ring_whole_d32: ratio %.2f vs memcpy\n", ns[1] / ns[2]);

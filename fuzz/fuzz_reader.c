@@ -3,7 +3,14 @@
  * libFuzzer target: the buffer file reader over arbitrary bytes.  Opens
  * them, then touches everything a decoder would: both runs' info, every
  * object record, every schema, every record with its words decoded and
- * checked against the run's object table, and every integer field.
+ * checked against the run's object table (and its time converted from the
+ * run's clock), and every integer field.
+ *
+ * Seeds (fuzz/corpus/reader) are made by tests/unit/ring/test_ring_seeds.c,
+ * whose test fails when they no longer match the format.  After a format
+ * change, from the source tree:
+ *
+ *   BUILDDIR/tests/unit/ring/test_ring_seeds --write fuzz/corpus/reader
  */
 #include <stddef.h>
 #include <stdint.h>

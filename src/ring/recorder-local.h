@@ -11,7 +11,7 @@
 
 struct relstack_recorder {
 	struct rs_ring ring;
-	pthread_mutex_t lock;         /* schema definitions only */
+	pthread_mutex_t lock;         /* schema definitions and clock anchors only */
 	int fd;
 	void *map;
 	uint64_t map_size;

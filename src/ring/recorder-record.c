@@ -46,7 +46,7 @@ static int put(struct relstack_recorder *rec, unsigned event_id, const uint64_t 
 	return rs_ring_write(&rec->ring, &in);
 }
 
-static int precheck(struct relstack_recorder *rec, unsigned event_id, const void *fields,
+static inline __attribute__((always_inline)) int precheck(struct relstack_recorder *rec, unsigned event_id, const void *fields,
 		    size_t fields_size, unsigned flags)
 {
 	int ret;
@@ -117,14 +117,13 @@ int relstack_recorder__write(struct relstack_recorder *rec, unsigned event_id, c
 			     const struct relstack_verdict *v, const void *fields, size_t fields_size,
 			     unsigned flags)
 {
-	int saved = errno, ret;
+	/* errno needs no saving here: nothing below sets it (gettid(2) cannot fail, nor can the clock read) */
+	int ret = precheck(rec, event_id, fields, fields_size, flags);
 
-	ret = precheck(rec, event_id, fields, fields_size, flags);
 	if (ret == 0 && n && !words)
 		ret = refuse(rec, -EINVAL);
 	if (ret == 0)
 		ret = put(rec, event_id, words, n, v ? v->reasons : 0, v ? v->epoch : 0, fields, fields_size,
 			  flags);
-	errno = saved;
 	return ret;
 }

@@ -60,9 +60,16 @@ _Static_assert(offsetof(struct rs_run_head, counts_offset) == 128, "run counts_o
 _Static_assert(offsetof(struct rs_run_head, objtab_offset) == 136, "run objtab_offset at 136");
 _Static_assert(offsetof(struct rs_run_head, comm) == 152, "run comm at 152");
 _Static_assert(offsetof(struct rs_run_head, seed) == 168, "run seed at 168");
-_Static_assert(offsetof(struct rs_run_head, head_hash) == 172, "run head_hash at 172");
-_Static_assert(offsetof(struct rs_run_head, state) == 176, "run state at 176");
-_Static_assert(offsetof(struct rs_run_head, close_monotonic_ns) == 184, "run close time at 184");
+_Static_assert(offsetof(struct rs_run_head, clock) == 172, "run clock at 172");
+_Static_assert(offsetof(struct rs_run_head, tsc_start) == 176, "run tsc_start at 176");
+_Static_assert(offsetof(struct rs_run_head, tsc_hz) == 184, "run tsc_hz at 184");
+_Static_assert(offsetof(struct rs_run_head, head_hash) == 192, "run head_hash at 192");
+_Static_assert(offsetof(struct rs_run_head, state) == 196, "run state at 196");
+_Static_assert(offsetof(struct rs_run_head, close_monotonic_ns) == 200, "run close time at 200");
+_Static_assert(offsetof(struct rs_run_head, anchor_seq) == 208, "run anchor_seq at 208");
+_Static_assert(offsetof(struct rs_run_head, reserved0) == 212, "run reserved0 at 212");
+_Static_assert(offsetof(struct rs_run_head, anchor_tsc) == 216, "run anchor_tsc at 216");
+_Static_assert(offsetof(struct rs_run_head, anchor_monotonic_ns) == 224, "run anchor time at 224");
 _Static_assert(offsetof(struct rs_run_head, head) == 256, "run head at 256");
 _Static_assert(offsetof(struct rs_run_head, lost) == 320, "run lost at 320");
 _Static_assert(offsetof(struct rs_run_head, overwritten) == 328, "run overwritten at 328");
@@ -72,6 +79,7 @@ _Static_assert(offsetof(struct rs_rec_head, commit) == 8, "record commit at 8");
 _Static_assert(offsetof(struct rs_rec_head, kind) == 12, "record kind at 12");
 _Static_assert(offsetof(struct rs_rec_head, units) == 14, "record units at 14");
 _Static_assert(sizeof(struct rs_rec_body) == 32, "record body head is 32 bytes");
+_Static_assert(offsetof(struct rs_rec_body, time) == 0, "record time at +0");
 _Static_assert(offsetof(struct rs_rec_body, epoch) == 8, "record epoch at +8");
 _Static_assert(offsetof(struct rs_rec_body, tid) == 16, "record tid at +16");
 _Static_assert(offsetof(struct rs_rec_body, event_id) == 24, "record event_id at +24");
@@ -84,6 +92,8 @@ _Static_assert(sizeof(struct rs_schema) == 576, "schema is 576 bytes");
 _Static_assert(offsetof(struct rs_schema, name) == 16, "schema name at 16");
 _Static_assert(offsetof(struct rs_schema, field) == 64, "schema fields at 64");
 _Static_assert(RS_MAX_RECORD <= RS_CHUNK, "a record fits a chunk");
+_Static_assert(RS_MAX_RECORD % 16 == 0 && RS_NH_KEYS * 4 == RS_MAX_RECORD - RS_REC_HEAD,
+	       "the checksum key covers the largest record, in whole blocks");
 _Static_assert(RELSTACK_EVENT_FIELDS_MAX == RS_SCHEMA_FIELDS, "public and file field limits agree");
 _Static_assert(RELSTACK_FIELDS_SIZE_MAX == RS_MAX_FIELDS_SIZE, "public and file size limits agree");
 _Static_assert(RELSTACK_WORDS_MAX == RS_MAX_WORDS, "public and file word limits agree");
@@ -334,7 +344,7 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	}
 	read_boot_id(s.boot_id);
 	s.realtime_ns = rs_clock_ns(CLOCK_REALTIME);
-	s.monotonic_ns = rs_clock_ns(CLOCK_MONOTONIC);
+	rs_clock_pick(&s); /* monotonic_ns, and the counter's anchor and rate if records carry ticks */
 	s.pid = (uint32_t)getpid();
 	s.mode = mode;
 	s.flags = flags;
@@ -347,6 +357,10 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	memset(rec->area + s.schema_offset, 0, s.objtab_offset - s.schema_offset);
 	memcpy(h, &s, offsetof(struct rs_run_head, head_hash));
 	h->close_monotonic_ns = 0;
+	h->anchor_seq = 0;
+	h->reserved0 = 0;
+	h->anchor_tsc = 0;
+	h->anchor_monotonic_ns = 0;
 	h->head = s.base;
 	h->lost = 0;
 	h->overwritten = 0;
@@ -468,6 +482,8 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	rec->ring.seed = rec->run->seed;
 	rec->ring.mode = o.mode;
 	rec->ring.word_size = f.format.word_size;
+	rec->ring.clock = rec->run->clock;
+	rs_nh_keys(rec->ring.seed, rec->ring.key);
 	rs_ring_init(&rec->ring);
 
 	ret = rs_objtab_mirror_attach(rec->area + rec->run->objtab_offset, rec->run->objtab_size, cap,
@@ -506,6 +522,10 @@ int relstack_recorder__flush(struct relstack_recorder *rec)
 {
 	if (!rec)
 		return -EINVAL;
+	/* a fresh clock anchor: records so far convert by interpolation (ring-clock.c) */
+	pthread_mutex_lock(&rec->lock);
+	rs_clock_anchor(rec->run);
+	pthread_mutex_unlock(&rec->lock);
 	return msync(rec->map, rec->map_size, MS_SYNC) < 0 ? -errno : 0;
 }
 

@@ -18,6 +18,10 @@
  *      its own position (B happened), its commit is not 0 (D happened)
  *      and equals the checksum, and its body fits its length.
  *
+ * A record's time is in the run's clock (the run head says which); the
+ * cursor turns counter ticks into CLOCK_MONOTONIC with the run head's
+ * anchors (ring-clock.c), which are checked like the rest of the head.
+ *
  * A failed check in 1 refuses the file; in 2 it drops the run; in 3 the
  * schema or the object table; in 4 the record.  Each check has its own
  * message.  Positions where no record head is found are counted as gap
@@ -47,6 +51,7 @@ struct run_view {
 	char err[200];
 	unsigned area;
 	struct rs_run_head h;
+	uint32_t key[RS_NH_KEYS];     /* the run's record checksum key */
 	const unsigned char *mem;     /* the run area */
 	const unsigned char *ring;
 	const unsigned char *objtab;
@@ -211,9 +216,9 @@ static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
 	if (memcmp(h->magic, RS_RUN_MAGIC, 8) != 0)
 		RUN_FAIL(v, at, "run head magic: not %s", RS_RUN_MAGIC);
 	if (h->head_hash == 0 && h->state == 0)
-		RUN_FAIL(v, at + 172, "run head: a run was being started here when its writer stopped");
+		RUN_FAIL(v, at + 192, "run head: a run was being started here when its writer stopped");
 	if (h->head_hash != rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)))
-		RUN_FAIL(v, at + 172, "run head checksum mismatch");
+		RUN_FAIL(v, at + 192, "run head checksum mismatch");
 	if (h->version != RS_FILE_VERSION)
 		RUN_FAIL(v, at + 8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
 	if (h->head_size != sizeof(*h))
@@ -223,9 +228,15 @@ static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
 	if (h->base != h->generation << 40)
 		RUN_FAIL(v, at + 104, "base 0x%llx is not generation << 40", (unsigned long long)h->base);
 	if (h->state != RS_RUN_ACTIVE && h->state != RS_RUN_CLOSED)
-		RUN_FAIL(v, at + 176, "state %u unknown", h->state);
+		RUN_FAIL(v, at + 196, "state %u unknown", h->state);
 	if (h->reserved0)
-		RUN_FAIL(v, at + 180, "reserved field not zero");
+		RUN_FAIL(v, at + 212, "reserved field not zero");
+	if (h->clock != RS_CLOCK_MONOTONIC && h->clock != RS_CLOCK_TSC)
+		RUN_FAIL(v, at + 172, "clock %u unknown", h->clock);
+	if (h->clock == RS_CLOCK_MONOTONIC && (h->tsc_start || h->tsc_hz))
+		RUN_FAIL(v, at + 176, "counter anchor set, but records carry CLOCK_MONOTONIC");
+	if (h->clock == RS_CLOCK_TSC && (h->tsc_hz < RS_TSC_HZ_MIN || h->tsc_hz > RS_TSC_HZ_MAX))
+		RUN_FAIL(v, at + 184, "counter rate %llu Hz out of range", (unsigned long long)h->tsc_hz);
 	if (h->mode != RS_MODE_OVERWRITE && h->mode != RS_MODE_STOP)
 		RUN_FAIL(v, at + 76, "mode %u unknown", h->mode);
 	if (h->flags & ~RS_RUN_ADDRESSES)
@@ -253,6 +264,7 @@ static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
 	if (h->head < h->base || (h->head - h->base) % RS_CHUNK || h->head - h->base >= (1ull << 40))
 		RUN_FAIL(v, at + 256, "head 0x%llx is not a chunk position of this run",
 			 (unsigned long long)h->head);
+	rs_nh_keys(h->seed, v->key);
 	v->ring = v->mem + h->ring_offset;
 	v->objtab = v->mem + h->objtab_offset;
 	v->objtab_size = h->objtab_size;
@@ -431,8 +443,17 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 			p += len;
 			continue;
 		}
+		if (rh.kind != RS_REC_PAD && len > RS_MAX_RECORD) {
+			/* no writer makes one: the length is damaged (the checksum key does not reach) */
+			v->skipped++;
+			v->damaged++;
+			bad_record(r, v, p, "longer than any record");
+			v->gap_bytes += 16;
+			p += 16;
+			continue;
+		}
 		/* a PAD record's checksum covers its head only: the rest is not written */
-		if (rh.commit != rs_rec_sum(h->seed, p, d, rh.kind == RS_REC_PAD ? RS_REC_HEAD : len)) {
+		if (rh.commit != rs_rec_sum(h->seed, v->key, p, d, rh.kind == RS_REC_PAD ? RS_REC_HEAD : len)) {
 			v->skipped++;
 			v->damaged++;
 			bad_record(r, v, p, "checksum mismatch");
@@ -801,8 +822,8 @@ int relstack_cursor__next(struct relstack_cursor *c, struct relstack_record *out
 	w = d + RS_REC_FIXED;
 	memset(out, 0, sizeof(*out));
 	out->position = v->pos[c->i++];
-	out->time_ns = b.time_ns;
-	delta = (int64_t)(b.time_ns - h->monotonic_ns);
+	out->time_ns = rs_clock_to_ns(h, b.time);
+	delta = (int64_t)(out->time_ns - h->monotonic_ns);
 	out->realtime_ns = h->realtime_ns + (uint64_t)delta;
 	out->tid = b.tid;
 	out->event_id = b.event_id;

@@ -30,10 +30,14 @@
  * -------------------------------------------------------------------
  *   A  reserve: bump the thread's cursor inside its chunk, or fetch_add a
  *      new chunk on `head` (in overwrite mode, with E and G below).
- *   B  commit = 0 (relaxed), then pos = p (release): anyone who sees the
- *      new pos sees commit == 0.  Pairs with the acquire load of pos in
- *      the reader.
- *   C  the body: time, tid, epoch, verdict, words, fields, zero padding.
+ *   B  commit = 0 with kind, flags and units (one relaxed 8-byte store),
+ *      then pos = p (release): anyone who sees the new pos sees commit ==
+ *      0.  Pairs with the acquire load of pos in the reader.
+ *   C  the body: time, tid, epoch, verdict, words, fields, zero padding,
+ *      each byte stored once; the checksum (ring.h) is summed from the
+ *      registers the bytes were stored from, so the copy and the sum are
+ *      one pass, and only a tail of odd words, fields and padding is read
+ *      back from the ring.
  *   D  commit = checksum of the record (release), never 0.  Pairs with
  *      the acquire load of commit in the reader: a reader that sees a
  *      non-zero commit sees all of C.
@@ -44,8 +48,12 @@
  * counted), or a committed record.  Stores of a killed process that
  * executed are in the shared page cache, in program order on x86-64 (TSO);
  * the release orderings make the compiler keep that order, and on weaker
- * CPUs make the hardware keep it too.  The checksum catches damage done to
- * the file afterwards.
+ * CPUs make the hardware keep it too.  So torn writes are the commit
+ * protocol's business, not the checksum's.  The checksum covers every byte
+ * of the record anyway, not only its head, for what the protocol cannot
+ * see: damage done to the file afterwards, and a reader that copies a live
+ * file while a writer of the next lap overwrites a committed record under
+ * it (the head copied before the overwrite, the body after).
  *
  * Overwrite mode: a chunk is reused one lap later, and a writer preempted
  * inside a record must not find another writer in its chunk when it
@@ -65,6 +73,24 @@
  *      reserver of a later lap won (E), the owner leaves the chunk to it
  *      and reserves a new one.  The two CAS in E and G decide who writes.
  *
+ * G is one locked instruction per record, and it stays.  A plain load of
+ * the owner word instead ("still parked and mine: write") leaves a window
+ * between that load and the record's stores: a writer preempted there for
+ * a lap of the ring, while E hands the chunk to a writer of the next lap,
+ * resumes and overwrites that writer's committed records (they would be
+ * counted as damaged, but they would be lost).  Closing the window needs
+ * the owner's "I am inside" store ordered before its check of the owner
+ * word (store then load: a full barrier, which costs what the CAS costs),
+ * or a barrier forced on the other threads from E (membarrier(2): a
+ * system call on the write path), or a bound on how long a writer can be
+ * held up (there is none).  The owner's word is in a line of its own
+ * (state_of()), so the CAS never waits for another CPU; the thread keeps
+ * a pointer to it and the open and parked values of its lap, so G and F
+ * are one instruction each.  What the CAS does cost is waiting for the
+ * previous record's stores to drain; the time is read before it, so the
+ * counter read overlaps that wait instead of following it (bench/ring.sh:
+ * a record costs about 3 ns more with the CAS than with a plain load).
+ *
  * So two writers never write one chunk at once, and nobody waits.  A
  * writer also leaves its chunk when `head` has moved almost a lap past it
  * (a relaxed load: a stale value only delays that), since records written
@@ -77,8 +103,9 @@
  * reads its thread id with gettid(2) and keeps it in thread-local storage
  * (reset in a fork child).  relstack_recorder__thread_init() takes that
  * system call early for threads that must never make one.  Timestamps come
- * from clock_gettime(CLOCK_MONOTONIC), which the vDSO answers without
- * entering the kernel.
+ * from the run clock (ring-clock.c): the time stamp counter when it can
+ * stand for CLOCK_MONOTONIC (one rdtsc), else clock_gettime(CLOCK_MONOTONIC),
+ * which the vDSO answers without entering the kernel.
  *
  * A signal handler that interrupts a record of its own thread (the
  * thread's `busy` flag is set) does not touch the thread's chunk: it takes
@@ -106,21 +133,15 @@
 struct rs_tls {
 	uint64_t serial;      /* ring the chunk belongs to, 0: none */
 	uint64_t start, cur, end;
+	unsigned char *chunk; /* where start lives in the ring */
+	_Atomic uint32_t *owner; /* the chunk's owner word (overwrite mode) */
+	uint32_t open, parked; /* its values for this lap: OWNER_OPEN(lap), OWNER_PARKED(lap) */
 	uint32_t count;       /* records committed in the chunk */
 	uint32_t tid;
 	volatile sig_atomic_t busy;
 };
 
 static __thread struct rs_tls tls __attribute__((tls_model("initial-exec")));
-
-uint64_t rs_clock_ns(int clock)
-{
-	struct timespec ts;
-
-	/* CLOCK_MONOTONIC and CLOCK_REALTIME are answered by the vDSO: no system call. */
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void atfork_child(void)
 {
@@ -212,12 +233,6 @@ static inline bool chunk_enter(struct rs_ring *r, uint64_t start)
 						       memory_order_acquire, memory_order_relaxed);
 }
 
-/* F: leave it (open -> parked); release: pairs with the acquire of whoever takes it next (E, G). */
-static inline void chunk_leave(struct rs_ring *r, uint64_t start)
-{
-	atomic_store_explicit(owner_of(r, start), OWNER_PARKED(lap_of(r, start)), memory_order_release);
-}
-
 /* With the chunk open: PAD to its end, publish its count, free it. */
 static void chunk_finish(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t start, uint32_t count)
 {
@@ -230,7 +245,7 @@ static void chunk_finish(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t
 		h->units = (uint16_t)((end - cur) / 16);
 		atomic_store_explicit((_Atomic uint64_t *)&h->pos, cur, memory_order_release);
 		atomic_store_explicit((_Atomic uint32_t *)&h->commit,
-				      rs_rec_sum(r->seed, cur, h, RS_REC_HEAD), memory_order_release);
+				      rs_rec_sum(r->seed, r->key, cur, h, RS_REC_HEAD), memory_order_release);
 	}
 	if (count)
 		atomic_store_explicit((_Atomic uint32_t *)&state_of(r, chunk_index(r, start))->count, count,
@@ -276,7 +291,7 @@ static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
 		prev = atomic_load_explicit(owner_of(r, q), memory_order_relaxed);
 		if (prev & 1)
 			continue; /* a writer is inside: skip the chunk */
-		/* pairs with chunk_enter()'s CAS and, acquire, with chunk_leave()/chunk_finish() */
+		/* pairs with the CAS of G and, acquire, with the release stores of F and chunk_finish() */
 		if (!atomic_compare_exchange_strong_explicit(owner_of(r, q), &prev, OWNER_OPEN(lap),
 							     memory_order_acquire, memory_order_relaxed))
 			continue;
@@ -300,77 +315,100 @@ static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
 	return 0;
 }
 
-/* B, C, D at position p; stops early at @stage (test hook) when non-zero. */
-static void record_put(struct rs_ring *r, uint64_t p, size_t len, const struct rs_rec_in *in,
-		       uint32_t tid, unsigned stage)
+/* The record's time, in the run's clock. */
+static inline uint64_t ring_time(const struct rs_ring *r)
 {
-	unsigned char *d = at(r, p);
-	struct rs_rec_head *h = (struct rs_rec_head *)d;
-	struct rs_rec_body *b = (struct rs_rec_body *)(d + RS_REC_HEAD);
-	unsigned char *w = d + RS_REC_FIXED;
-	size_t wbytes = in->nwords * r->word_size;
-	uint64_t a, sum_b;
+	return rs_likely(r->clock == RS_CLOCK_TSC) ? rs_arch_ticks() : rs_clock_ns(CLOCK_MONOTONIC);
+}
 
-	/* B: pairs with the reader's acquire load of pos */
-	atomic_store_explicit((_Atomic uint32_t *)&h->commit, 0, memory_order_relaxed);
-	h->kind = (uint8_t)in->kind;
-	h->flags = 0;
-	h->units = (uint16_t)(len / 16);
+/* B, C, D at position p, at @d in the ring; stops early at @stage (test hook) when non-zero. */
+static inline void record_put(struct rs_ring *r, unsigned char *d, uint64_t p, size_t len,
+			      const struct rs_rec_in *in, uint32_t tid, uint64_t time, unsigned stage)
+{
+	struct rs_rec_head *h = (struct rs_rec_head *)d;
+	unsigned char *w = d + RS_REC_FIXED;
+	size_t nwords = in->nwords, wbytes = nwords * r->word_size, done;
+	uint32_t head_word = (uint32_t)in->kind | (uint32_t)(len / 16) << 16; /* kind, flags 0, units */
+	rs_nh_acc acc, b0, b1;
+
+	/* B: commit = 0 with the head word, then pos; pairs with the reader's acquire load of pos */
+	atomic_store_explicit((_Atomic uint64_t *)(d + 8), (uint64_t)head_word << 32, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint64_t *)&h->pos, p, memory_order_release);
 	if (stage == 1)
 		return;
-	/* C, with the checksum summed on the way (the words are read once) */
-	b->time_ns = rs_clock_ns(CLOCK_MONOTONIC);
-	b->epoch = in->epoch;
-	b->tid = tid;
-	b->reasons = in->reasons;
-	b->event_id = in->event_id;
-	b->nwords = (uint16_t)in->nwords;
-	b->fields_size = (uint16_t)in->fields_size;
-	b->reserved = 0;
-	{
-		uint32_t w0;
-
-		memcpy(&w0, d + 12, 4);
-		a = sum_b = w0;
-	}
-	rs_rec_sum_words(&a, &sum_b, d, 2, RS_REC_FIXED / 8);
+	/* C: the body head (time, epoch | tid, reasons, event_id, nwords, fields_size, reserved 0) */
+	b0 = rs_nh_make(time, in->epoch);
+	b1 = rs_nh_make((uint64_t)tid | (uint64_t)in->reasons << 32,
+			(uint64_t)in->event_id | (uint64_t)nwords << 16 | (uint64_t)in->fields_size << 32);
+	rs_nh_store(d + RS_REC_HEAD, b0);
+	rs_nh_store(d + RS_REC_HEAD + 16, b1);
+	acc = rs_nh_block(rs_nh_block(rs_nh_zero(), b0, r->key), b1, r->key + 4);
+	done = RS_REC_FIXED;
 	if (r->word_size == 8) {
-		uint64_t *dst = (uint64_t *)w;
-		const uint64_t *src = in->words;
-		size_t n = in->nwords;
+		/* words two at a time: each 16 bytes loaded once, stored once, summed from the register */
+		const unsigned char *src = (const unsigned char *)in->words;
+		size_t pairs = nwords / 2;
 
-		for (size_t i = 0; i < n; i++) {
-			uint64_t v = src[i];
+		for (size_t i = 0; i < pairs; i++) {
+			rs_nh_acc m = rs_nh_load(src + 16 * i);
 
-			dst[i] = v;
-			a += v;
-			sum_b += rs_rotl64(v, (unsigned)(RS_REC_FIXED / 8 + i));
+			rs_nh_store(w + 16 * i, m);
+			acc = rs_nh_block(acc, m, r->key + (RS_REC_FIXED - RS_REC_HEAD) / 4 + 4 * i);
 		}
-	} else {
-		for (size_t i = 0; i < in->nwords; i++) {
-			uint32_t v = (uint32_t)in->words[i];
-
-			memcpy(w + 4 * i, &v, 4);
-		}
+		done += 16 * pairs;
 	}
 	if (stage == 2)
 		return;
-	if (in->fields_size)
-		memcpy(w + wbytes, in->fields, in->fields_size);
-	for (size_t i = wbytes + in->fields_size; i < len - RS_REC_FIXED; i++)
-		w[i] = 0;
-	/* the rest: everything after the 8-byte words (4-byte words, fields, padding) */
-	rs_rec_sum_words(&a, &sum_b, d, RS_REC_FIXED / 8 + (r->word_size == 8 ? in->nwords : 0), len / 8);
+	if (done < len) {
+		/*
+		 * The tail: an odd word or 4-byte words, then fields.  Padding is
+		 * under 16 bytes, so zeroing the last block first zeroes all of it.
+		 * Summed back from the ring.
+		 */
+		rs_nh_store(d + len - 16, rs_nh_zero());
+		if (r->word_size == 8) {
+			if (nwords & 1)
+				memcpy(w + (done - RS_REC_FIXED), &in->words[nwords - 1], 8);
+		} else {
+			for (size_t i = 0; i < nwords; i++) {
+				uint32_t v = (uint32_t)in->words[i];
+
+				memcpy(w + 4 * i, &v, 4);
+			}
+		}
+		if (in->fields_size)
+			memcpy(w + wbytes, in->fields, in->fields_size);
+		acc = rs_nh_mem(acc, r->key, d, done, len);
+	}
 	/* D: pairs with the reader's acquire load of commit */
-	atomic_store_explicit((_Atomic uint32_t *)&h->commit, rs_rec_sum_final(r->seed, p, a, sum_b),
+	atomic_store_explicit((_Atomic uint32_t *)&h->commit, rs_rec_sum_final(r->seed, p, head_word, acc),
 			      memory_order_release);
+}
+
+/* A new chunk for this thread, open: the thread keeps where it lives and its owner word. */
+static inline void tls_take(struct rs_ring *r, struct rs_tls *t, uint64_t p)
+{
+	uint32_t lap = lap_of(r, p);
+
+	t->serial = r->serial;
+	t->start = p;
+	t->end = p + RS_CHUNK;
+	t->chunk = at(r, p);
+	t->owner = owner_of(r, p);
+	t->open = OWNER_OPEN(lap);
+	t->parked = OWNER_PARKED(lap);
+	t->count = 0;
 }
 
 static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage)
 {
-	size_t len = RS_REC_FIXED + in->nwords * r->word_size + in->fields_size;
 	struct rs_tls *t = &tls;
+	/*
+	 * The time first: the counter read then runs while the CAS of G waits
+	 * for the previous record's stores to drain, instead of after it.
+	 */
+	uint64_t time = ring_time(r);
+	size_t len;
 	uint32_t tid;
 	uint64_t p;
 
@@ -378,8 +416,10 @@ static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned s
 		count_lost(r);
 		return -E2BIG;
 	}
-	len = (len + 15) & ~(size_t)15;
-	tid = rs_ring_tid();
+	len = (RS_REC_FIXED + in->nwords * r->word_size + in->fields_size + 15) & ~(size_t)15;
+	tid = t->tid;
+	if (rs_unlikely(!tid))
+		tid = rs_ring_tid();
 
 	if (rs_unlikely(t->busy)) {
 		/* A signal handler interrupted this thread's own record: a chunk of its own. */
@@ -389,7 +429,7 @@ static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned s
 			count_lost(r);
 			return -ENOSPC;
 		}
-		record_put(r, q, len, in, tid, stage);
+		record_put(r, at(r, q), q, len, in, tid, time, stage);
 		chunk_finish(r, q + len, q + RS_CHUNK, q, 1);
 		return 0;
 	}
@@ -397,12 +437,21 @@ static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned s
 	atomic_signal_fence(memory_order_seq_cst); /* busy is set before the chunk is touched */
 
 	if (rs_likely(t->serial == r->serial && t->cur + len <= t->end)) {
-		/* lapped?  pairs with nothing: a stale head only delays this check */
-		uint64_t h = atomic_load_explicit(head_of(r), memory_order_relaxed);
-
 		if (r->mode == RS_MODE_OVERWRITE) {
-			/* about to leave the window, or taken over: move on (it stays parked, for others) */
-			if (rs_unlikely(h - t->start > r->size - RS_CHUNK || !chunk_enter(r, t->start))) {
+			/* lapped?  pairs with nothing: a stale head only delays this check */
+			uint64_t h = atomic_load_explicit(head_of(r), memory_order_relaxed);
+			uint32_t expect = t->parked;
+
+			/*
+			 * G (chunk_enter() with the thread's cached owner word): about to
+			 * leave the window, or taken over: move on (it stays parked, for
+			 * others).  The CAS pairs with the CAS in chunk_reserve() (E):
+			 * exactly one of them wins.
+			 */
+			if (rs_unlikely(h - t->start > r->size - RS_CHUNK ||
+					!atomic_compare_exchange_strong_explicit(t->owner, &expect, t->open,
+										 memory_order_acquire,
+										 memory_order_relaxed))) {
 				t->serial = 0;
 				goto fresh;
 			}
@@ -420,15 +469,13 @@ fresh:
 			count_lost(r);
 			return -ENOSPC;
 		}
-		t->serial = r->serial;
-		t->start = p;
-		t->end = p + RS_CHUNK;
-		t->count = 0;
+		tls_take(r, t, p);
 	}
 	t->cur = p + len;
-	record_put(r, p, len, in, tid, stage);
+	record_put(r, t->chunk + (p - t->start), p, len, in, tid, time, stage);
+	/* F: open -> parked; release, pairs with the acquire of whoever takes the chunk next (E, G) */
 	if (r->mode == RS_MODE_OVERWRITE)
-		chunk_leave(r, t->start);
+		atomic_store_explicit(t->owner, t->parked, memory_order_release);
 	t->count++;
 	atomic_signal_fence(memory_order_seq_cst); /* the record is done before busy is cleared */
 	t->busy = 0;

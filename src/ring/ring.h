@@ -3,7 +3,7 @@
  * The buffer file: on-disk structures and the writer's internal interface.
  *
  * docs/format.md, "The buffer file", is the specification of every byte
- * declared here; the _Static_asserts in ring-layout.c pin sizes and
+ * declared here; the _Static_asserts in recorder.c pin sizes and
  * offsets.  All integers are little-endian (the only byte order this
  * writer produces; the format descriptor says so).
  *
@@ -20,9 +20,10 @@
 
 #include "relstack/entry.h"
 #include "relstack-local.h"
+#include "ring/arch/x86_64/ring-arch.h"
 
 #define RS_FILE_MAGIC "RELSTACK"
-#define RS_FILE_VERSION 1u
+#define RS_FILE_VERSION 2u
 #define RS_RUN_MAGIC "RELSTRUN"
 #define RS_BLOCK 4096u
 #define RS_RUNS 2u
@@ -56,6 +57,12 @@ struct rs_file_head {
 /* run flags */
 #define RS_RUN_ADDRESSES 0x1u /* absolute stacks allowed; object records keep load addresses */
 
+/* run clocks: what a record's time field counts */
+#define RS_CLOCK_MONOTONIC 0u /* CLOCK_MONOTONIC nanoseconds */
+#define RS_CLOCK_TSC 1u       /* time stamp counter ticks; the run head converts them */
+#define RS_TSC_HZ_MIN 1000000ull      /* the counter rates a reader accepts */
+#define RS_TSC_HZ_MAX 100000000000ull
+
 struct rs_run_head {
 	/* static part: written once when the run starts, then hashed */
 	char magic[8];            /* RS_RUN_MAGIC */
@@ -81,12 +88,18 @@ struct rs_run_head {
 	uint64_t objtab_size;     /* bytes set aside for the object table image */
 	char comm[16];            /* program name, NUL-padded */
 	uint32_t seed;            /* record checksum seed (from run_id) */
-	uint32_t head_hash;       /* rs_hash32 of bytes 0..171 */
+	uint32_t clock;           /* RS_CLOCK_* */
+	uint64_t tsc_start;       /* RS_CLOCK_TSC: the counter at monotonic_ns; else 0 */
+	uint64_t tsc_hz;          /* RS_CLOCK_TSC: ticks per second, measured at the start; else 0 */
+	uint32_t head_hash;       /* rs_hash32 of bytes 0..191 */
 	/* dynamic part */
 	uint32_t state;           /* RS_RUN_*; 0 while the static part is written */
-	uint32_t reserved0;       /* zero */
 	uint64_t close_monotonic_ns;
-	uint8_t pad0[64];
+	uint32_t anchor_seq;      /* odd while the anchor below is written; 0: none */
+	uint32_t reserved0;       /* zero */
+	uint64_t anchor_tsc;      /* RS_CLOCK_TSC: the counter at ... */
+	uint64_t anchor_monotonic_ns; /* ... this CLOCK_MONOTONIC time, taken at flush and close */
+	uint8_t pad0[24];
 	_Alignas(64) uint64_t head;  /* next free logical position, own cache line */
 	uint8_t pad1[56];
 	_Alignas(64) uint64_t lost;  /* records refused (stop mode full, oversize, lapped) */
@@ -120,7 +133,7 @@ struct rs_rec_head {
 };
 
 struct rs_rec_body {
-	uint64_t time_ns;     /* CLOCK_MONOTONIC */
+	uint64_t time;        /* the run's clock (RS_CLOCK_*): ns or counter ticks */
 	uint64_t epoch;       /* object table epoch the words were made in */
 	uint32_t tid;
 	uint32_t reasons;     /* verdict: 0 = reliable */
@@ -171,51 +184,66 @@ static inline uint64_t rs_mix64(uint64_t x)
 	return x ^ (x >> 33);
 }
 
-static inline uint64_t rs_rotl64(uint64_t x, unsigned r)
+/*
+ * Record checksum, never 0: NH (the hash of UMAC) over the record's
+ * 16-byte blocks from byte 16, under a key of 32-bit words drawn from the
+ * run's seed, then folded with the record's position and its head word at
+ * byte 12 (kind, flags, units).  The commit word at 8 is not covered; the
+ * position at 0 enters through the fold.
+ *
+ *   block j = four 32-bit words m0..m3,  key words k[4j] .. k[4j + 3]:
+ *   s += (m0 + k0 mod 2^32) * (m1 + k1 mod 2^32)
+ *      + (m2 + k2 mod 2^32) * (m3 + k3 mod 2^32)           (mod 2^64)
+ *   commit = low 32 bits of mix(s ^ mix(pos ^ (head word << 32 | seed)))
+ *
+ * For two different bodies of one length (the length is in the head
+ * word), NH collides with probability at most 2^-32 over the key, whatever
+ * the difference, so damage that does not know the key - flipped bits,
+ * a torn copy, bytes of another lap - passes with probability about
+ * 2^-31 after the 32-bit fold.  The key is not secret (the seed is in the
+ * file): the checksum tells damage, not forgery; the reader's bounds
+ * checks stop hostile input.  Cost: one 32 x 32 multiply per 8 bytes,
+ * two per SSE2 instruction, and no dependency chain but the additions.
+ */
+#define RS_NH_KEYS ((RS_MAX_RECORD - RS_REC_HEAD) / 4)
+
+/* key word j of a run (the writer keeps them in rs_ring.key, the reader in its run view) */
+static inline uint32_t rs_nh_key(uint32_t seed, uint32_t j)
 {
-	return x << (r & 63) | x >> (-r & 63); /* compiles to one rol */
+	return (uint32_t)(rs_mix64(((uint64_t)seed << 32 | j) + 1) >> 32);
 }
 
-/*
- * Record checksum, never 0.  Over the record from byte 12 (the commit word
- * at 8 is excluded; the position at 0 enters through the final mix), two
- * sums of its 64-bit words: a = sum of w[i], b = sum of w[i] rotated left
- * by i.  Any error in one word changes a; errors in two words that cancel
- * in a (the same bit flipped both ways) land on different bits of b unless
- * the words are 64 apart.  The final mix makes any change of a or b show
- * in the 32-bit result with probability 1 - 2^-32.  No running dependency
- * but the two additions: about one cycle per word.
- */
-/* The sums over 64-bit words i_from .. i_to - 1 of @rec (the writer also feeds them word by word). */
-static inline void rs_rec_sum_words(uint64_t *a, uint64_t *b, const void *rec, size_t i_from, size_t i_to)
+static inline void rs_nh_keys(uint32_t seed, uint32_t *k)
+{
+	for (uint32_t j = 0; j < RS_NH_KEYS; j++)
+		k[j] = rs_nh_key(seed, j);
+}
+
+/* NH over the 16-byte blocks of @rec from byte @from to byte @to, both multiples of 16 and at least 16. */
+static inline rs_nh_acc rs_nh_mem(rs_nh_acc acc, const uint32_t *key, const void *rec, size_t from, size_t to)
 {
 	const unsigned char *c = rec;
 
-	for (size_t i = i_from; i < i_to; i++) {
-		uint64_t w;
-
-		__builtin_memcpy(&w, c + 8 * i, 8);
-		*a += w;
-		*b += rs_rotl64(w, (unsigned)i);
-	}
+	for (size_t o = from; o < to; o += 16)
+		acc = rs_nh_block(acc, rs_nh_load(c + o), key + (o - RS_REC_HEAD) / 4);
+	return acc;
 }
 
-static inline uint32_t rs_rec_sum_final(uint32_t seed, uint64_t pos, uint64_t a, uint64_t b)
+static inline uint32_t rs_rec_sum_final(uint32_t seed, uint64_t pos, uint32_t head_word, rs_nh_acc acc)
 {
-	uint32_t s = (uint32_t)(rs_mix64(a ^ ((uint64_t)seed << 32) ^ pos) ^ rs_mix64(b + pos));
+	uint64_t x = rs_nh_fold(acc) ^ rs_mix64(pos ^ ((uint64_t)head_word << 32 | seed));
+	uint32_t s = (uint32_t)rs_mix64(x);
 
 	return s ? s : 1;
 }
 
-static inline uint32_t rs_rec_sum(uint32_t seed, uint64_t pos, const void *rec, size_t len)
+/* The checksum of the @len-byte record at @rec (len a multiple of 16, at most RS_MAX_RECORD). */
+static inline uint32_t rs_rec_sum(uint32_t seed, const uint32_t *key, uint64_t pos, const void *rec, size_t len)
 {
-	uint64_t a, b;
-	uint32_t w0;
+	uint32_t w;
 
-	__builtin_memcpy(&w0, (const unsigned char *)rec + 12, 4);
-	a = b = w0;
-	rs_rec_sum_words(&a, &b, rec, 2, len / 8);
-	return rs_rec_sum_final(seed, pos, a, b);
+	__builtin_memcpy(&w, (const unsigned char *)rec + 12, 4);
+	return rs_rec_sum_final(seed, pos, w, rs_nh_mem(rs_nh_zero(), key, rec, RS_REC_HEAD, len));
 }
 
 /* ---- the writer ---- */
@@ -230,9 +258,11 @@ struct rs_ring {
 	uint32_t nchunks;
 	uint32_t seed;
 	uint32_t mode;
+	uint32_t clock;              /* RS_CLOCK_*: what record_put() reads */
 	unsigned word_size;
 	uint64_t serial;             /* unique per ring in this process */
 	int holder;                  /* object table holder id, -1 if none */
+	_Alignas(16) uint32_t key[RS_NH_KEYS]; /* rs_nh_keys(seed) */
 };
 
 /* What one record holds. */
@@ -256,5 +286,20 @@ RS_HIDDEN int rs_ring_write_partial(struct rs_ring *r, const struct rs_rec_in *i
 RS_HIDDEN void rs_ring_thread_reset(void);
 
 RS_HIDDEN uint64_t rs_clock_ns(int clock);
+
+/*
+ * The run clock (ring-clock.c).  rs_clock_pick() decides at run start
+ * whether records carry counter ticks, and fills clock, tsc_start, tsc_hz
+ * and monotonic_ns of @h; rs_clock_anchor() stores a fresh (counter,
+ * CLOCK_MONOTONIC) pair in the dynamic part.  Neither is async-signal-safe
+ * in the sense of the write path (both read files or spin): callers are
+ * open, flush and close.
+ */
+RS_HIDDEN void rs_clock_pick(struct rs_run_head *h);
+RS_HIDDEN void rs_clock_anchor(struct rs_run_head *h);
+/* Test hook: when set before a recorder opens, its run uses CLOCK_MONOTONIC. */
+RS_HIDDEN extern bool rs_clock_no_tsc;
+/* The reader's conversion of a record's time to CLOCK_MONOTONIC ns (validated run head). */
+RS_HIDDEN uint64_t rs_clock_to_ns(const struct rs_run_head *h, uint64_t t);
 
 #endif

@@ -207,7 +207,7 @@ static void each_file_head_check_has_its_own_code_and_message(void **state)
 		int code;
 		const char *mentions;
 	} cases[] = {
-		{ 8, 2, 4, RELSTACK_EVERSION, "version" },
+		{ 8, 1, 4, RELSTACK_EVERSION, "version" },
 		{ 12, 64, 4, RELSTACK_ECORRUPT, "head_size" },
 		{ 16, 5, 1, RELSTACK_EFORMAT, "word_size" },
 		{ 17, RELSTACK_BIG_ENDIAN, 1, RELSTACK_EFORMAT, "byte_order" },
@@ -358,6 +358,124 @@ static void a_damaged_schema_or_object_table_costs_only_itself(void **state)
 	free(b);
 }
 
+/* Rewrite fields of the current run's head and its checksum: the reader gives the run's own message. */
+static const char *run_refused(unsigned char *b, void (*edit)(struct rs_run_head *), unsigned *area_out)
+{
+	static char msg[256];
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	struct rs_run_head *h = (struct rs_run_head *)(b + f->run_offset[cur_area]);
+	struct relstack_reader *r;
+	char err[256];
+	const char *e;
+
+	memcpy(b, good, good_size);
+	edit(h);
+	h->head_hash = rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash));
+	r = open_bytes(b, good_size, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(relstack_reader__run_count(r), 1);
+	assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[1]); /* the previous run is left */
+	e = relstack_reader__run_error(r, cur_area);
+	assert_non_null(e);
+	snprintf(msg, sizeof(msg), "%s", e);
+	relstack_reader__close(r);
+	*area_out = cur_area;
+	return msg;
+}
+
+static void unknown_clock(struct rs_run_head *h) { h->clock = 7; }
+static void ticks_rate_zero(struct rs_run_head *h) { h->clock = RS_CLOCK_TSC; h->tsc_hz = 5; }
+static void monotonic_with_anchor(struct rs_run_head *h) { h->clock = RS_CLOCK_MONOTONIC; h->tsc_start = 1; h->tsc_hz = 0; }
+
+static void each_run_clock_check_has_its_own_message(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	unsigned area;
+
+	assert_non_null(strstr(run_refused(b, unknown_clock, &area), "clock 7 unknown"));
+	assert_non_null(strstr(run_refused(b, ticks_rate_zero, &area), "counter rate 5 Hz out of range"));
+	assert_non_null(strstr(run_refused(b, monotonic_with_anchor, &area),
+			       "counter anchor set, but records carry CLOCK_MONOTONIC"));
+	free(b);
+}
+
+static void a_damaged_clock_anchor_moves_times_never_records(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	struct rs_run_head *h = (struct rs_run_head *)(b + f->run_offset[cur_area]);
+	static const uint64_t odd[][3] = {
+		{ 3, 1, 1 },                           /* cut short while written */
+		{ 2, UINT64_MAX, UINT64_MAX },         /* absurd */
+		{ 2, 0, 0 },                           /* before the start */
+		{ 4, UINT64_MAX / 2, 1ull << 61 },     /* far from the measured rate */
+	};
+	uint64_t *times = calloc(good_records[0], sizeof(*times));
+	size_t n = 0;
+	char err[256];
+
+	{
+		/* the current run was left open: no anchor, its times come from the measured rate */
+		struct relstack_reader *r = open_bytes(good, good_size, err, sizeof(err));
+		struct relstack_cursor *c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+		struct relstack_record rec;
+
+		while (relstack_cursor__next(c, &rec) > 0 && n < good_records[0])
+			times[n++] = rec.time_ns;
+		relstack_cursor__free(c);
+		relstack_reader__close(r);
+		assert_int_equal(n, good_records[0]);
+	}
+	for (size_t i = 0; i < RS_ARRAY_SIZE(odd); i++) {
+		struct relstack_reader *r;
+		struct relstack_cursor *c;
+		struct relstack_record rec;
+		size_t k = 0;
+
+		memcpy(b, good, good_size);
+		h->anchor_seq = (uint32_t)odd[i][0];
+		h->anchor_tsc = odd[i][1];
+		h->anchor_monotonic_ns = odd[i][2];
+		r = open_bytes(b, good_size, err, sizeof(err));
+		assert_non_null(r);
+		assert_int_equal(relstack_reader__run_count(r), 2);
+		assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[0]);
+		c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+		while (relstack_cursor__next(c, &rec) > 0)
+			assert_true(rec.time_ns == times[k++]); /* the anchor is ignored, the measured rate used */
+		relstack_cursor__free(c);
+		relstack_reader__close(r);
+	}
+	free(times);
+	free(b);
+}
+
+static void a_record_longer_than_any_record_is_damage_with_its_own_message(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	const struct rs_run_head *h = (const struct rs_run_head *)(good + f->run_offset[cur_area]);
+	struct rs_rec_head *rh = (struct rs_rec_head *)(b + f->run_offset[cur_area] + h->ring_offset);
+	struct relstack_reader *r;
+	struct relstack_run_info info;
+	char err[256];
+
+	memcpy(b, good, good_size);
+	assert_int_equal(rh->pos, h->base); /* the first record of the ring */
+	rh->units = (RS_MAX_RECORD + 16) / 16;
+	r = open_bytes(b, good_size, err, sizeof(err));
+	assert_non_null(r);
+	assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
+	assert_int_equal(info.skipped_damaged, 1);
+	assert_non_null(strstr(relstack_reader__record_error(r, RELSTACK_RUN_CURRENT), ": longer than any record"));
+	assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[0] - 1);
+	relstack_reader__close(r);
+	free(b);
+}
+
 static void a_missing_file_and_a_foreign_file_get_distinct_codes(void **state)
 {
 	char err[256] = "";
@@ -395,6 +513,9 @@ int main(void)
 		cmocka_unit_test(a_flipped_byte_of_a_run_head_drops_that_run_only),
 		cmocka_unit_test(flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_counted),
 		cmocka_unit_test(a_damaged_schema_or_object_table_costs_only_itself),
+		cmocka_unit_test(each_run_clock_check_has_its_own_message),
+		cmocka_unit_test(a_damaged_clock_anchor_moves_times_never_records),
+		cmocka_unit_test(a_record_longer_than_any_record_is_damage_with_its_own_message),
 		cmocka_unit_test(a_missing_file_and_a_foreign_file_get_distinct_codes),
 	};
 

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The run clock: what a record's time field counts, and how a reader turns
+ * it into CLOCK_MONOTONIC nanoseconds.
+ *
+ * Reading CLOCK_MONOTONIC costs a record about twice what reading the time
+ * stamp counter does, even through the vDSO (it reads the counter too, then
+ * a sequence count and the kernel's conversion).  So when the counter can
+ * stand for CLOCK_MONOTONIC, records carry raw counter ticks and the run
+ * head carries what converts them:
+ *
+ *   static part   tsc_start with monotonic_ns (one moment), tsc_hz
+ *   dynamic part  anchor_tsc with anchor_monotonic_ns, refreshed at flush
+ *                 and close under anchor_seq (odd while written)
+ *
+ *   ns(t) = monotonic_ns + (t - tsc_start) * slope
+ *   slope = (anchor_monotonic_ns - monotonic_ns) / (anchor_tsc - tsc_start)
+ *           when the anchor is complete and agrees with tsc_hz within 1 %,
+ *           else 10^9 / tsc_hz
+ *
+ * so records before the last anchor are interpolated between two readings
+ * of both clocks, and those after it (a writer killed without a flush)
+ * extrapolated with the last slope.  tsc_hz is measured over
+ * RS_CALIBRATE_NS at the start, each end bracketed by two counter reads;
+ * the error of the pair is a few tens of ns, so the rate is good to about
+ * 10^-5 (36 ms an hour) until the first anchor.
+ *
+ * When the counter may stand for the clock: the CPU says its rate is
+ * constant and it does not stop in idle states (constant_tsc and
+ * nonstop_tsc in /proc/cpuinfo), and the kernel itself uses it as its
+ * clocksource - which it does only after finding the counters of all CPUs
+ * in step, something neither flag promises.  Otherwise, and when a test
+ * asks (rs_clock_no_tsc), records carry CLOCK_MONOTONIC as before.
+ */
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring/ring.h"
+
+#define RS_CALIBRATE_NS 2000000u
+
+bool rs_clock_no_tsc;
+
+uint64_t rs_clock_ns(int clock)
+{
+	struct timespec ts;
+
+	/* CLOCK_MONOTONIC and CLOCK_REALTIME are answered by the vDSO: no system call. */
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The first @cap - 1 bytes of @path, NUL-terminated; 0 if unreadable. */
+static size_t read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+
+	if (fd < 0)
+		return 0;
+	while (got < cap - 1) {
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = 0;
+	return got;
+}
+
+static bool has_word(const char *line, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = strstr(line, w); p; p = strstr(p + 1, w))
+		if ((p == line || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || p[n] == 0))
+			return true;
+	return false;
+}
+
+static bool tsc_usable(void)
+{
+	char buf[8192], cs[32]; /* the first CPU's block of /proc/cpuinfo is a few KiB */
+	char *flags, *eol;
+
+	if (rs_clock_no_tsc)
+		return false;
+	if (!read_small("/sys/devices/system/clocksource/clocksource0/current_clocksource", cs, sizeof(cs)) ||
+	    strcmp(cs, "tsc\n") != 0)
+		return false;
+	if (!read_small("/proc/cpuinfo", buf, sizeof(buf)))
+		return false;
+	flags = strstr(buf, "\nflags");
+	if (!flags)
+		return false;
+	eol = strchr(flags + 1, '\n');
+	if (eol)
+		*eol = 0;
+	return has_word(flags, "constant_tsc") && has_word(flags, "nonstop_tsc");
+}
+
+/* One moment on both clocks: the read of CLOCK_MONOTONIC between two counter reads, the tightest of a few. */
+static void both_clocks(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t t0 = rs_arch_ticks(), m = rs_clock_ns(CLOCK_MONOTONIC), t1 = rs_arch_ticks();
+
+		if (t1 >= t0 && t1 - t0 < best) {
+			best = t1 - t0;
+			*tsc = t0 + (t1 - t0) / 2;
+			*ns = m;
+		}
+	}
+}
+
+void rs_clock_pick(struct rs_run_head *h)
+{
+	uint64_t t1, m1;
+
+	h->clock = RS_CLOCK_MONOTONIC;
+	h->tsc_start = 0;
+	h->tsc_hz = 0;
+	h->monotonic_ns = rs_clock_ns(CLOCK_MONOTONIC);
+	if (!tsc_usable())
+		return;
+	both_clocks(&h->tsc_start, &h->monotonic_ns);
+	do
+		both_clocks(&t1, &m1);
+	while (m1 - h->monotonic_ns < RS_CALIBRATE_NS);
+	if (t1 <= h->tsc_start) {
+		h->monotonic_ns = m1;
+		h->tsc_start = 0;
+		return; /* a counter that went back: not a clock */
+	}
+	{
+		__extension__ typedef unsigned __int128 u128;
+
+		h->tsc_hz = (uint64_t)((u128)(t1 - h->tsc_start) * 1000000000u / (m1 - h->monotonic_ns));
+	}
+	h->clock = RS_CLOCK_TSC;
+}
+
+void rs_clock_anchor(struct rs_run_head *h)
+{
+	_Atomic uint32_t *seq = (_Atomic uint32_t *)&h->anchor_seq;
+	uint32_t odd = (atomic_load_explicit(seq, memory_order_relaxed) + 1) | 1;
+	uint64_t t, m;
+
+	if (h->clock != RS_CLOCK_TSC)
+		return;
+	both_clocks(&t, &m);
+	/* odd first, then the pair, then even: a reader (or a death) in between sees odd and ignores the pair */
+	atomic_store_explicit(seq, odd, memory_order_relaxed);
+	/*
+	 * Orders the odd seq before the pair, and the release store after it
+	 * orders the pair before the even seq: x86-64 keeps store order anyway,
+	 * these keep the compiler from moving the stores.  A reader copying the
+	 * file while a flush runs may still copy a torn pair (a file copy does
+	 * not re-read seq); the 1 % agreement check in rs_clock_to_ns() drops
+	 * most of those, and a torn anchor moves times, never records.
+	 */
+	atomic_thread_fence(memory_order_release);
+	h->anchor_tsc = t;
+	h->anchor_monotonic_ns = m;
+	atomic_store_explicit(seq, odd + 1, memory_order_release);
+}
+
+uint64_t rs_clock_to_ns(const struct rs_run_head *h, uint64_t t)
+{
+	__extension__ typedef __int128 i128;
+	i128 d = (i128)t - (i128)h->tsc_start, num = 1000000000, den = (i128)h->tsc_hz, ns;
+
+	if (h->clock != RS_CLOCK_TSC || h->tsc_hz < RS_TSC_HZ_MIN || h->tsc_hz > RS_TSC_HZ_MAX)
+		return t;
+	if (h->anchor_seq && !(h->anchor_seq & 1) && h->anchor_tsc > h->tsc_start &&
+	    h->anchor_monotonic_ns > h->monotonic_ns && h->anchor_monotonic_ns - h->monotonic_ns < (1ull << 62)) {
+		i128 an = (i128)(h->anchor_monotonic_ns - h->monotonic_ns), ad = (i128)(h->anchor_tsc - h->tsc_start);
+
+		/* an / ad within 1 % of 10^9 / tsc_hz: an * tsc_hz * 100 < 2^106, ad * 10^9 * 101 < 2^101 */
+		if (an * den * 100 >= ad * num * 99 && an * den * 100 <= ad * num * 101) {
+			num = an;
+			den = ad;
+		}
+	}
+	/* |d| < 2^65 and num < 2^62: the product stays below 2^127 */
+	ns = (i128)h->monotonic_ns + d * num / den;
+	if (ns < 0)
+		return 0;
+	return ns > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
+}

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The run clock: which clock records carry, and how the reader turns counter ticks into CLOCK_MONOTONIC. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "relstack/relstack.h"
+#include "ring/recorder-local.h"
+#include "ring/ring.h"
+
+static char dir[64];
+static char path[128];
+
+static int setup(void **state)
+{
+	strcpy(dir, "/tmp/rs-clock-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/buf", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(path);
+	rmdir(dir);
+	rs_clock_no_tsc = false;
+	return 0;
+}
+
+static uint64_t mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Records written between two readings of CLOCK_MONOTONIC read back between
+ * them (give or take 1 ms for a counter rate measured over 2 ms), with and
+ * without a flush between the records.
+ */
+static void check_times(bool flush_between)
+{
+	struct relstack_recorder *rec = relstack_recorder__open(path, NULL);
+	uint64_t before[4], after[4];
+	struct relstack_reader *r;
+	struct relstack_cursor *c;
+	struct relstack_record out;
+	unsigned n = 0;
+
+	assert_non_null(rec);
+	for (unsigned i = 0; i < 4; i++) {
+		struct timespec pause = { 0, 3000000 };
+
+		before[i] = mono();
+		assert_int_equal(relstack_recorder__write(rec, RELSTACK_EVENT_STACK, NULL, 0, NULL, NULL, 0, 0), 0);
+		after[i] = mono();
+		nanosleep(&pause, NULL);
+		if (flush_between && i == 1)
+			assert_int_equal(relstack_recorder__flush(rec), 0);
+	}
+	assert_int_equal(relstack_recorder__close(rec), 0);
+	r = relstack_reader__open(path, NULL);
+	assert_non_null(r);
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	while (relstack_cursor__next(c, &out) > 0) {
+		assert_true(n < 4);
+		if (out.time_ns + 1000000 < before[n] || out.time_ns > after[n] + 1000000)
+			fail_msg("record %u: time %llu, written between %llu and %llu", n,
+				 (unsigned long long)out.time_ns, (unsigned long long)before[n],
+				 (unsigned long long)after[n]);
+		n++;
+	}
+	assert_int_equal(n, 4);
+	relstack_cursor__free(c);
+	relstack_reader__close(r);
+}
+
+static void record_times_read_back_as_clock_monotonic_with_either_run_clock(void **state)
+{
+	for (int no_tsc = 0; no_tsc < 2; no_tsc++) {
+		for (int flush = 0; flush < 2; flush++) {
+			struct relstack_recorder *rec;
+
+			rs_clock_no_tsc = no_tsc;
+			check_times(flush);
+			/* which clock the run carried */
+			rec = relstack_recorder__open(path, NULL);
+			assert_non_null(rec);
+			if (no_tsc) {
+				assert_int_equal(rec->run->clock, RS_CLOCK_MONOTONIC);
+				assert_int_equal(rec->run->tsc_hz, 0);
+				assert_int_equal(rec->run->tsc_start, 0);
+			} else {
+				print_message("# run clock: %s\n", rec->run->clock == RS_CLOCK_TSC ?
+					      "time stamp counter" : "CLOCK_MONOTONIC (counter not usable here)");
+			}
+			relstack_recorder__close(rec);
+		}
+	}
+}
+
+static void counter_ticks_convert_by_the_anchor_and_a_bad_anchor_is_ignored(void **state)
+{
+	struct rs_run_head h;
+
+	memset(&h, 0, sizeof(h));
+	h.clock = RS_CLOCK_TSC;
+	h.tsc_start = 1000;
+	h.monotonic_ns = 5000000000ull;
+	h.tsc_hz = 2000000000ull; /* 2 ticks a ns */
+	assert_true(rs_clock_to_ns(&h, 1000) == 5000000000ull);
+	assert_true(rs_clock_to_ns(&h, 3000) == 5000001000ull);
+	assert_true(rs_clock_to_ns(&h, 0) == 5000000000ull - 500); /* a tick before the start */
+
+	/* an anchor 0.5 % off the measured rate: ticks up to it are interpolated, exactly at it */
+	h.anchor_seq = 2;
+	h.anchor_tsc = 1000 + 2000000000ull;
+	h.anchor_monotonic_ns = 5000000000ull + 1005000000ull;
+	assert_true(rs_clock_to_ns(&h, h.anchor_tsc) == h.anchor_monotonic_ns);
+	assert_true(rs_clock_to_ns(&h, 1000 + 1000000000ull) == 5000000000ull + 502500000ull);
+
+	/* written halfway (odd), or 2 % off the measured rate: the measured rate again */
+	h.anchor_seq = 3;
+	assert_true(rs_clock_to_ns(&h, h.anchor_tsc) == 6000000000ull);
+	h.anchor_seq = 4;
+	h.anchor_monotonic_ns = 5000000000ull + 1020000000ull;
+	assert_true(rs_clock_to_ns(&h, h.anchor_tsc) == 6000000000ull);
+
+	/* hostile values end at the ends of the range, never wrap */
+	h.anchor_seq = 0;
+	assert_true(rs_clock_to_ns(&h, UINT64_MAX) > rs_clock_to_ns(&h, UINT64_MAX / 2));
+	h.monotonic_ns = UINT64_MAX;
+	assert_true(rs_clock_to_ns(&h, UINT64_MAX) == UINT64_MAX);
+	h.monotonic_ns = 0;
+	h.tsc_start = UINT64_MAX;
+	assert_true(rs_clock_to_ns(&h, 0) == 0);
+	h.tsc_hz = RS_TSC_HZ_MAX + 1; /* out of range: no conversion at all */
+	assert_true(rs_clock_to_ns(&h, 12345) == 12345);
+	h.clock = RS_CLOCK_MONOTONIC;
+	h.tsc_hz = 0;
+	assert_true(rs_clock_to_ns(&h, 12345) == 12345);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(record_times_read_back_as_clock_monotonic_with_either_run_clock, setup,
+						teardown),
+		cmocka_unit_test(counter_ticks_convert_by_the_anchor_and_a_bad_anchor_is_ignored),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
