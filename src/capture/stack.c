@@ -5,7 +5,9 @@
  * Owns the per-thread cache (struct rs_thread_stack, in initial-exec TLS
  * so that a signal handler reaches it with one %fs-relative load, no
  * __tls_get_addr and no allocation) and the process-wide facts of the
- * end-of-stack rule (rs_crt_pc, rs_main_top).
+ * end-of-stack rule (rs_crt_pc, rs_main_top).  The TLS block (rs_tls)
+ * also holds unwind.c's struct rs_fast_cache, so that the capture path
+ * reaches both from one thread-pointer offset.
  *
  * The cache is filled outside the capture path, where system calls are
  * allowed: by the library's constructor for the thread that loads it
@@ -15,10 +17,15 @@
  *
  * Ordering: only the owning thread writes its cache, and only signal
  * handlers on that same thread can interrupt it, so compiler fences are
- * enough.  The writer clears valid (W1), fills the fields (W2), sets valid
- * (W3); a reader loads valid (R1) and then the fields (R2).  R1 pairs with
- * W1/W3 through atomic_signal_fence: a handler that runs between W1 and W3
- * sees valid == 0 and uses no field.
+ * enough.  The writer clears valid and sets stack.lo to UINTPTR_MAX (W1),
+ * fills the other fields (W2), sets stack.lo and valid (W3); a reader
+ * loads valid (R1) and then the fields (R2).  R1 pairs with W1/W3 through
+ * atomic_signal_fence: a handler that runs between W1 and W3 sees
+ * valid == 0 and uses no field.  relstack_capture()'s fast path reads
+ * stack.lo instead of valid (R1'): UINTPTR_MAX, as before the first
+ * registration, is below no frame pointer and sends it to the path that
+ * reads valid; any other value was read before W1 or after W3, with the
+ * fields that go with it.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,7 +37,10 @@
 #include "capture/objtab.h"
 #include "capture/unwind-local.h"
 
-__thread struct rs_thread_stack rs_tls_stack __attribute__((tls_model("initial-exec")));
+__thread struct rs_thread_cache rs_tls __attribute__((tls_model("initial-exec"))) = {
+	.stack.stack.lo = UINTPTR_MAX, /* unknown: see R1' above */
+	.fast.fast_seq = UINT64_MAX,   /* empty: see walk_fast() in unwind.c */
+};
 
 uintptr_t rs_crt_pc;
 uintptr_t rs_main_top;
@@ -41,28 +51,30 @@ extern void *__libc_stack_end;
 bool rs_thread_stack_get(struct rs_thread_stack *out)
 {
 	/* R1: pairs with W3 */
-	if (!atomic_load_explicit(&rs_tls_stack.valid, memory_order_relaxed))
+	if (!atomic_load_explicit(&rs_tls.stack.valid, memory_order_relaxed))
 		return false;
 	atomic_signal_fence(memory_order_acquire);
 	/* R2 */
-	out->stack = rs_tls_stack.stack;
-	out->alt = rs_tls_stack.alt;
-	out->entry_fp = rs_tls_stack.entry_fp;
+	out->stack = rs_tls.stack.stack;
+	out->alt = rs_tls.stack.alt;
+	out->entry_fp = rs_tls.stack.entry_fp;
 	return true;
 }
 
 static void thread_stack_set(const struct rs_thread_stack *ts)
 {
 	/* W1 */
-	atomic_store_explicit(&rs_tls_stack.valid, 0, memory_order_relaxed);
+	atomic_store_explicit(&rs_tls.stack.valid, 0, memory_order_relaxed);
+	rs_tls.stack.stack.lo = UINTPTR_MAX;
 	atomic_signal_fence(memory_order_release);
 	/* W2 */
-	rs_tls_stack.stack = ts->stack;
-	rs_tls_stack.alt = ts->alt;
-	rs_tls_stack.entry_fp = ts->entry_fp;
-	/* W3: pairs with R1 */
+	rs_tls.stack.stack.hi = ts->stack.hi;
+	rs_tls.stack.alt = ts->alt;
+	rs_tls.stack.entry_fp = ts->entry_fp;
+	/* W3: pairs with R1 and R1' */
 	atomic_signal_fence(memory_order_release);
-	atomic_store_explicit(&rs_tls_stack.valid, 1, memory_order_relaxed);
+	rs_tls.stack.stack.lo = ts->stack.lo;
+	atomic_store_explicit(&rs_tls.stack.valid, 1, memory_order_relaxed);
 }
 
 static int learn_ranges(struct rs_thread_stack *ts)

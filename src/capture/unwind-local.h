@@ -40,26 +40,54 @@ struct rs_thread_stack {
 };
 
 /*
- * The last fast range (unwind.c) this thread's walks used, and the last
- * range its lookups found, valid while the object table's latch sequence
- * is still seq (the same sequence means the same copy of the index).
- * Written and read only by the thread itself, signal handlers included:
- * see fast_cache_load() and fast_cache_store() for the protocol.
+ * What this thread's last walks learned, valid while the object table's
+ * latch sequence is still seq (the same sequence means the same copy of
+ * the index): the last fast range (unwind.c), the last range its lookups
+ * found, and the return address of the thread's entry frame.  Written and
+ * read only by the thread itself, signal handlers included: see
+ * fast_cache_load() and fast_cache_store() for the protocol.  The fields
+ * the fast walk (walk_fast()) reads come first.
  */
 struct rs_fast_cache {
 	_Atomic uint64_t gen; /* odd while a store is in progress */
-	_Atomic int busy;     /* a store is in progress: a nested one skips */
 	uint64_t seq;
+	/*
+	 * seq when the fast walk may use this cache (span != 0 and
+	 * exit_ra != 0), UINT64_MAX (a sequence the latch never reaches)
+	 * otherwise.
+	 */
+	uint64_t fast_seq;
 	uintptr_t start, span;
-	uint64_t delta; /* for relative words */
+	/*
+	 * ra - start + wdelta[abs] is ra's word: wdelta[0] = start + delta,
+	 * where delta folds a relative word's bias, slot and flag (unwind.c,
+	 * struct fast_range); wdelta[1] = start, for absolute words.
+	 */
+	uint64_t wdelta[2];
+	/*
+	 * A return address a walk accepted as the thread's entry frame: in
+	 * the C runtime, in an object without frame pointers, not a signal
+	 * trampoline; exit_word[abs] is its word (relative, absolute).
+	 */
+	uintptr_t exit_ra;
+	uintptr_t exit_off; /* exit_ra - start, what the fast walk compares */
+	uint64_t exit_word[2];
+	uint64_t epoch; /* the object-table epoch of seq's index */
 	/* the last range the slow path's lookup found (a struct rs_objtab_view's) */
 	uintptr_t vstart, vend, vbias;
 	uint64_t vslot_flags;
+	_Atomic int busy; /* a store is in progress: a nested one skips */
 };
 
-/* The calling thread's cache, in initial-exec TLS: one %fs-relative access. */
-RS_HIDDEN extern __thread struct rs_thread_stack rs_tls_stack __attribute__((tls_model("initial-exec")));
-RS_HIDDEN extern __thread struct rs_fast_cache rs_tls_fast __attribute__((tls_model("initial-exec")));
+/*
+ * The calling thread's caches, in initial-exec TLS: %fs-relative accesses,
+ * one thread-pointer offset for both (defined in stack.c).
+ */
+struct rs_thread_cache {
+	struct rs_thread_stack stack;
+	struct rs_fast_cache fast;
+};
+RS_HIDDEN extern __thread struct rs_thread_cache rs_tls __attribute__((tls_model("initial-exec")));
 
 /* Copy the calling thread's cache; false when its stack is unknown. */
 RS_HIDDEN bool rs_thread_stack_get(struct rs_thread_stack *out);

@@ -26,13 +26,21 @@
  *   pointers is noted and the walk goes on, best effort.  A signal frame
  *   is crossed through the ucontext the kernel saved.
  *
+ * Paths: walk_fast() does the whole walk when the stack is the common
+ * one (every frame in one object that keeps frame pointers, then the
+ * thread's entry frame seen before) from the thread's cache alone, in
+ * registers; anything else hands over to walk_once(), which goes on from
+ * where walk_fast() stopped, or starts again.  Both give the same words
+ * and verdict for the same stack.
+ *
  * Memory ordering: the object table is read through its latch
  * (objtab-local.h): begin, walk, end; if end fails the whole walk is
  * repeated (the stack has not changed: it is this thread's, or frozen
- * under the signal handler), at most RS_LATCH_TRIES times.  The
- * restorer list is read with acquire on its count (rs_unwind_note_restorer()).
- * The only state written is the calling thread's own cache
- * (fast_cache_store()).
+ * under the signal handler), at most RS_LATCH_TRIES times.  walk_fast()
+ * checks the same sequence at its start and end, and reads the thread's
+ * cache instead of the index.  The restorer list is read with acquire on
+ * its count (rs_unwind_note_restorer()).  The only state written is the
+ * calling thread's own cache (fast_cache_store()).
  *
  * Async-signal-safe: no lock, no allocation, no system call, errno untouched.
  */
@@ -160,8 +168,6 @@ struct fast_range {
 	uint64_t delta;
 };
 
-__thread struct rs_fast_cache rs_tls_fast __attribute__((tls_model("initial-exec")));
-
 /*
  * The thread's cache (struct rs_fast_cache).  Only this thread touches it,
  * but a signal handler can interrupt a load or a store and run captures
@@ -183,25 +189,25 @@ __thread struct rs_fast_cache rs_tls_fast __attribute__((tls_model("initial-exec
 static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *v, bool relative, bool fast)
 {
 	/* L1: pairs with S4 */
-	uint64_t g = atomic_load_explicit(&rs_tls_fast.gen, memory_order_relaxed);
+	uint64_t g = atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed);
 	struct fast_range nf;
 	uintptr_t vs, ve, vb;
 	uint64_t vf;
 
-	if ((g & 1) || rs_tls_fast.seq != v->seq)
+	if ((g & 1) || rs_tls.fast.seq != v->seq)
 		return;
 	atomic_signal_fence(memory_order_acquire);
 	/* L2 */
-	nf.start = rs_tls_fast.start;
-	nf.span = rs_tls_fast.span;
-	nf.delta = relative ? rs_tls_fast.delta : 0;
-	vs = rs_tls_fast.vstart;
-	ve = rs_tls_fast.vend;
-	vb = rs_tls_fast.vbias;
-	vf = rs_tls_fast.vslot_flags;
+	nf.start = rs_tls.fast.start;
+	nf.span = rs_tls.fast.span;
+	nf.delta = relative ? rs_tls.fast.wdelta[0] - nf.start : 0;
+	vs = rs_tls.fast.vstart;
+	ve = rs_tls.fast.vend;
+	vb = rs_tls.fast.vbias;
+	vf = rs_tls.fast.vslot_flags;
 	atomic_signal_fence(memory_order_acquire);
 	/* L3: pairs with S2 */
-	if (atomic_load_explicit(&rs_tls_fast.gen, memory_order_relaxed) != g)
+	if (atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g)
 		return;
 	if (fast)
 		*f = nf;
@@ -211,33 +217,52 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	v->slot_flags = vf;
 }
 
-/* Store the view's range, and the fast range @f (NULL: keep the cached one if it is still valid). */
+/*
+ * Store the view's range, and the fast range @f (NULL: keep the cached one
+ * if it is still valid), and @exit_ra, a return address the walk accepted
+ * as the thread's entry frame, in the view's range (0: keep the cached one
+ * if it is still valid).
+ */
 static inline void fast_cache_store(const struct fast_range *f, const struct rs_objtab_view *v,
-				    uint64_t delta)
+				    uint64_t delta, uintptr_t exit_ra)
 {
 	/* S1 */
-	if (atomic_exchange_explicit(&rs_tls_fast.busy, 1, memory_order_relaxed))
+	if (atomic_exchange_explicit(&rs_tls.fast.busy, 1, memory_order_relaxed))
 		return;
 	/* S2: pairs with L3 */
-	atomic_fetch_add_explicit(&rs_tls_fast.gen, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rs_tls.fast.gen, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_release);
-	/* S3 */
-	if (f) {
-		rs_tls_fast.start = f->start;
-		rs_tls_fast.span = f->span;
-		rs_tls_fast.delta = delta;
-	} else if (rs_tls_fast.seq != v->seq) {
-		rs_tls_fast.span = 0; /* made under another sequence */
+	/* S3: fast_seq first, see walk_fast() */
+	rs_tls.fast.fast_seq = UINT64_MAX;
+	atomic_signal_fence(memory_order_release);
+	if (rs_tls.fast.seq != v->seq) {
+		/* made under another sequence */
+		rs_tls.fast.span = 0;
+		rs_tls.fast.exit_ra = 0;
 	}
-	rs_tls_fast.seq = v->seq;
-	rs_tls_fast.vstart = v->start;
-	rs_tls_fast.vend = v->end;
-	rs_tls_fast.vbias = v->bias;
-	rs_tls_fast.vslot_flags = v->slot_flags;
+	if (f) {
+		rs_tls.fast.start = f->start;
+		rs_tls.fast.span = f->span;
+		rs_tls.fast.wdelta[0] = f->start + delta;
+		rs_tls.fast.wdelta[1] = f->start;
+	}
+	if (exit_ra) {
+		rs_tls.fast.exit_ra = exit_ra;
+		rs_tls.fast.exit_word[0] = rs_objtab_view_word(v, exit_ra);
+		rs_tls.fast.exit_word[1] = exit_ra;
+	}
+	rs_tls.fast.seq = v->seq;
+	rs_tls.fast.exit_off = rs_tls.fast.exit_ra - rs_tls.fast.start;
+	rs_tls.fast.fast_seq = rs_tls.fast.span && rs_tls.fast.exit_ra ? v->seq : UINT64_MAX;
+	rs_tls.fast.epoch = rs_objtab_view_epoch(v);
+	rs_tls.fast.vstart = v->start;
+	rs_tls.fast.vend = v->end;
+	rs_tls.fast.vbias = v->bias;
+	rs_tls.fast.vslot_flags = v->slot_flags;
 	atomic_signal_fence(memory_order_release);
 	/* S4: pairs with L1 */
-	atomic_fetch_add_explicit(&rs_tls_fast.gen, 1, memory_order_relaxed);
-	atomic_store_explicit(&rs_tls_fast.busy, 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rs_tls.fast.gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&rs_tls.fast.busy, 0, memory_order_relaxed);
 }
 
 static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_view *v, bool relative)
@@ -259,7 +284,7 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	f->delta = relative ? delta : 0;
 	f->start = v->start;
 	f->span = v->end - v->start;
-	fast_cache_store(f, v, delta);
+	fast_cache_store(f, v, delta, 0);
 }
 
 #define rs_load(addr) (*(const uintptr_t *)(addr))
@@ -321,6 +346,18 @@ fast_frames(uintptr_t fp, uintptr_t *lo_io, uintptr_t top, uint64_t **out_io, ui
 }
 
 /*
+ * Where walk_fast() handed the walk over: walk_once() goes on from the
+ * frame at fp, with the window's bottom at lo and n words written, if the
+ * object table's sequence is still seq (the words were made from that
+ * sequence's index); otherwise, or with n == 0, it starts again.
+ */
+struct walk_resume {
+	uint64_t seq;
+	uintptr_t fp, lo;
+	size_t n;
+};
+
+/*
  * One pass of the walk under one latch view.  Stack memory is read only
  * at addresses the window checks passed: ASan's shadow for a stack it did
  * not allocate says nothing, so it is not consulted.
@@ -329,15 +366,19 @@ fast_frames(uintptr_t fp, uintptr_t *lo_io, uintptr_t top, uint64_t **out_io, ui
  * range; everything else (another object, unknown text, an object
  * without frame pointers, the signal trampoline, skipped frames) takes
  * the slow path, which may then set the fast range.
+ *
+ * @rs (may be NULL) is where walk_fast() stopped: only frames of the fast
+ * range it read under @rs->seq, checked as the loop below checks them,
+ * and no marker, skip or reason, so the loop can take over from there.
  */
 RS_WALK_ATTRS __attribute__((always_inline)) static inline size_t
 walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t cap, uint32_t *reasons_out,
-	  uint32_t *frames_out, const bool relative)
+	  uint32_t *frames_out, const bool relative, const struct walk_resume *rs)
 {
 	uint64_t *out = words, *const out_end = words + cap;
 	uint32_t reasons = w->reasons, markers = 0;
 	const struct rs_stack_range *r;
-	uintptr_t fp = w->fp, lo = 0, hi, top, last = 0;
+	uintptr_t fp = w->fp, lo = 0, hi, top, last = 0, entry_ra = 0;
 	struct fast_range f = { 0, 0, 0 };
 	unsigned skip = w->skip;
 	bool end = false;
@@ -362,6 +403,11 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	lo = w->sp;
 	hi = r->hi;
 	top = hi - RS_ARCH_FRAME_SIZE;
+	if (rs && rs->n && rs->seq == v->seq) {
+		out = words + rs->n;
+		fp = rs->fp;
+		lo = rs->lo;
+	}
 
 	for (;;) {
 		uintptr_t next, ra;
@@ -444,6 +490,9 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 			if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 				if (is_entry_frame(w, v, fp, ra, next)) {
+					/* what walk_fast() may take for granted next time (see there) */
+					if (w->crt_pc == rs_crt_pc)
+						entry_ra = ra;
 					if (skip)
 						skip--;
 					else if (out == out_end)
@@ -478,8 +527,9 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
-	if (v->end && (rs_tls_fast.vstart != v->start || rs_tls_fast.seq != v->seq))
-		fast_cache_store(NULL, v, 0);
+	if (v->end && (rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
+		       (entry_ra && rs_tls.fast.exit_ra != entry_ra)))
+		fast_cache_store(NULL, v, 0, entry_ra);
 	if (reasons)
 		w->end_fp = 0;
 	else
@@ -491,7 +541,8 @@ out:
 
 /* The walk under the object table's latch: repeated while the table changes. */
 RS_WALK_ATTRS __attribute__((always_inline)) static inline size_t
-walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict, const bool relative)
+walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict, const bool relative,
+	     const struct walk_resume *rs)
 {
 	struct rs_objtab_view v;
 	uint32_t reasons = 0, frames = 0;
@@ -500,7 +551,7 @@ walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ver
 
 	do {
 		rs_objtab_begin(&v);
-		n = walk_once(w, &v, words, cap, &reasons, &frames, relative);
+		n = walk_once(w, &v, words, cap, &reasons, &frames, relative, tries ? NULL : rs);
 		if (rs_likely(rs_objtab_end(&v))) {
 			if (verdict) {
 				verdict->reasons = reasons;
@@ -529,22 +580,157 @@ walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ver
 }
 
 RS_WALK_ATTRS __attribute__((noinline)) static size_t
-walk_relative(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
+walk_relative(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict,
+	      const struct walk_resume *rs)
 {
-	return walk_latched(w, words, cap, verdict, true);
+	return walk_latched(w, words, cap, verdict, true, rs);
 }
 
 RS_WALK_ATTRS __attribute__((noinline)) static size_t
-walk_absolute(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
+walk_absolute(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict,
+	      const struct walk_resume *rs)
 {
-	return walk_latched(w, words, cap, verdict, false);
+	return walk_latched(w, words, cap, verdict, false, rs);
+}
+
+/*
+ * The fast walk: the whole walk, when it is the common one.  Every frame
+ * but the last has its return address in the thread's cached fast range;
+ * the last is the thread's entry frame, its return address the one a walk
+ * of this thread accepted before (rs_fast_cache.exit_ra) and its frame
+ * pointer where is_entry_frame() wants it.  Returns true with the words
+ * written (END included) in *n_out, the verdict in *v (may be NULL) and
+ * the entry frame in *last.  Returns false with *rs saying where
+ * walk_once() is to take over: at the frame that left the fast range, or
+ * the frame pointer that left the window (or the room in the array); from
+ * the start (n == 0) for a cache made under another sequence or changed
+ * by a handler meanwhile, or a misaligned frame pointer.
+ *
+ * It takes the branches walk_once() takes on such a stack, from the same
+ * cache, so the words and the verdict are the same: frames in the fast
+ * range are checked and written as in fast_frames() (window cut to the
+ * room in the array, alignment OR-ed and checked at the end), by
+ * rs_arch_fast_frames(); the entry frame needs no lookup, because exit_ra
+ * was accepted as one under this sequence (in the C runtime, in an object
+ * without frame pointers, not a restorer: facts about the address that
+ * hold while the index does), and only the frame-pointer conditions are
+ * left.  The index itself is not read.  The caller guarantees no pc, no
+ * skip, no prior reason, a walk whose crt_pc is rs_crt_pc, and lo inside
+ * the thread's stack, whose top is hi.
+ */
+RS_WALK_ATTRS __attribute__((always_inline)) static inline bool
+walk_fast(uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp, const uintptr_t *main_top,
+	  uint64_t *words, size_t cap, const unsigned abs, struct relstack_verdict *v, size_t *n_out,
+	  struct walk_resume *rs, uintptr_t *last)
+{
+	uint64_t *out = words, g, seq, word, epoch;
+	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, m;
+
+	/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
+	seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
+	/*
+	 * L1: pairs with S4, as in fast_cache_load(), but an odd gen needs no
+	 * test: a store under way has made fast_seq UINT64_MAX before it
+	 * touches anything else (S3).  L2 is spread over the walk and L3 comes
+	 * at its end: a walk made with fields a handler changed meanwhile is
+	 * thrown away, and its reads stayed inside the window whatever the
+	 * fields said.
+	 */
+	g = atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed);
+	if (rs_unlikely(rs_tls.fast.fast_seq != seq))
+		goto from_start;
+	atomic_signal_fence(memory_order_acquire);
+
+	/*
+	 * Frames are at least 16 bytes apart: cut so, the window holds no
+	 * more frames than the array has room for with the entry frame and
+	 * END after them.
+	 */
+	if (rs_unlikely(cap < 2 || fp < lo || fp > top))
+		goto from_start;
+	lim = lo + (cap - 2) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
+	if (lim < top)
+		top = lim;
+	/* L2 */
+	if (rs_arch_fast_frames(&fp, &lo, &out, &acc, &x, &rs_tls.fast.start, &rs_tls.fast.span,
+				&rs_tls.fast.wdelta[abs], top)) {
+		fp = x;
+		goto hand_over;
+	}
+	/* the frame at fp left the fast range: is it the thread's entry frame? */
+	lo = fp; /* walk_once() checks fp against lo only, and fp passed */
+	if (rs_unlikely(x != rs_tls.fast.exit_off)) /* x = ra - start */
+		goto hand_over;
+	next = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
+	if (next == 0) { /* a new thread: see is_entry_frame() */
+		if (rs_unlikely(*entry_fp && fp != *entry_fp))
+			goto hand_over;
+	} else {
+		/* fp in [m - 512, m); m == 0 wraps (and fp, a stack address, is far from 0 - 512) */
+		m = *main_top;
+		if (rs_unlikely(m - 1 - fp >= RS_MAIN_ENTRY_AREA))
+			goto hand_over;
+	}
+	if (rs_unlikely(acc & (RS_W - 1)))
+		goto from_start;
+	word = rs_tls.fast.exit_word[abs];
+	epoch = rs_tls.fast.epoch;
+	atomic_signal_fence(memory_order_acquire);
+	/* L3: pairs with S2 */
+	if (rs_unlikely(atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g))
+		goto from_start;
+	out[0] = word;
+	out[1] = RS_NATIVE_END;
+	/* 3: pairs with the fence after A in publish_index() (as rs_objtab_end()) */
+	atomic_thread_fence(memory_order_acquire);
+	if (rs_unlikely(atomic_load_explicit(&rs_latch.seq, memory_order_relaxed) != rs_tls.fast.fast_seq))
+		goto from_start; /* (fast_seq == seq: L3 passed) */
+	out += 2;
+	*last = fp;
+	*n_out = (size_t)(out - words);
+	if (v) {
+		v->reasons = 0;
+		v->frames = (uint32_t)*n_out - 1;
+		v->epoch = epoch;
+	}
+	return true;
+
+hand_over:
+	atomic_signal_fence(memory_order_acquire);
+	/* L3, for the fast range the words were made with */
+	if (rs_likely(!(acc & (RS_W - 1)) &&
+		      atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) == g)) {
+		rs->seq = rs_tls.fast.fast_seq; /* == seq: L3 passed */
+		rs->fp = fp;
+		rs->lo = lo;
+		rs->n = (size_t)(out - words);
+		return false;
+	}
+from_start:
+	*rs = (struct walk_resume){ 0, 0, 0, 0 };
+	return false;
 }
 
 size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_verdict *verdict)
 {
-	if (w->flags & RELSTACK_CAPTURE_ABSOLUTE)
-		return walk_absolute(w, words, cap, verdict);
-	return walk_relative(w, words, cap, verdict);
+	const unsigned abs = w->flags & RELSTACK_CAPTURE_ABSOLUTE;
+	struct walk_resume rs, *rsp = NULL;
+	uintptr_t last;
+	size_t n;
+
+	if (!w->pc && !w->skip && !w->reasons && w->crt_pc == rs_crt_pc && in_range(w->sp, 1, &w->stack)) {
+		if (abs ? walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, 1, verdict,
+				    &n, &rs, &last)
+			: walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, 0, verdict,
+				    &n, &rs, &last)) {
+			w->end_fp = last;
+			return n;
+		}
+		rsp = &rs;
+	}
+	if (abs)
+		return walk_absolute(w, words, cap, verdict, rsp);
+	return walk_relative(w, words, cap, verdict, rsp);
 }
 
 /* Fill the parts of a walk every capture shares. */
@@ -575,22 +761,26 @@ static int unknown_stack(uint64_t *words, size_t cap, uintptr_t pc, unsigned fla
 	return (int)rs_unwind_walk(&w, words, cap, v);
 }
 
-__attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
-					       struct relstack_verdict *v)
+/*
+ * The rest of relstack_capture(), out of its fast path's way; @n, @seq,
+ * @rfp and @rlo are the struct walk_resume from walk_fast(), passed in
+ * registers so that the fast path keeps no struct in memory.
+ */
+__attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
+						  struct relstack_verdict *v, uintptr_t fp, size_t n, uint64_t seq,
+						  uintptr_t rfp, uintptr_t rlo)
 {
+	const struct walk_resume rs = { seq, rfp, rlo, n };
 	struct rs_walk w;
-	uintptr_t fp = rs_arch_frame_address();
 
-	if (rs_unlikely(flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap)))
-		return -EINVAL;
 	/* R1: pairs with W3 in stack.c */
-	if (rs_unlikely(!atomic_load_explicit(&rs_tls_stack.valid, memory_order_relaxed)))
+	if (rs_unlikely(!atomic_load_explicit(&rs_tls.stack.valid, memory_order_relaxed)))
 		return unknown_stack(words, cap, 0, flags, 0, v);
 	atomic_signal_fence(memory_order_acquire);
 	/* R2 */
-	w.stack = rs_tls_stack.stack;
-	w.alt = rs_tls_stack.alt;
-	w.entry_fp = rs_tls_stack.entry_fp;
+	w.stack = rs_tls.stack.stack;
+	w.alt = rs_tls.stack.alt;
+	w.entry_fp = rs_tls.stack.entry_fp;
 	w.crt_pc = rs_crt_pc;
 	w.main_top = rs_main_top;
 	w.reasons = 0;
@@ -600,8 +790,37 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 	w.sp = fp; /* our own frame record is the lowest thing the walk reads */
 	w.skip = skip;
 	if (flags & RELSTACK_CAPTURE_ABSOLUTE)
-		return (int)walk_absolute(&w, words, cap, v);
-	return (int)walk_relative(&w, words, cap, v);
+		return (int)walk_absolute(&w, words, cap, v, &rs);
+	return (int)walk_relative(&w, words, cap, v, &rs);
+}
+
+__attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
+					       struct relstack_verdict *v)
+{
+	uintptr_t fp = rs_arch_frame_address(), last;
+	struct walk_resume rs;
+	size_t n;
+	bool done;
+
+	if (rs_unlikely(flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap)))
+		return -EINVAL;
+	/*
+	 * R1': pairs with W1 and W3 in stack.c (an unknown stack has lo
+	 * UINTPTR_MAX); walk_fast() checks fp against its top.
+	 */
+	if (rs_unlikely(skip || fp < rs_tls.stack.stack.lo))
+		return capture_slow(words, cap, skip, flags, v, fp, 0, 0, 0, 0);
+	atomic_signal_fence(memory_order_acquire);
+	/* R2 */
+	if (flags)
+		done = walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, 1,
+				 v, &n, &rs, &last);
+	else
+		done = walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, 0,
+				 v, &n, &rs, &last);
+	if (rs_unlikely(!done))
+		return capture_slow(words, cap, 0, flags, v, rs_arch_frame_address(), rs.n, rs.seq, rs.fp, rs.lo);
+	return (int)n;
 }
 
 int relstack_capture_context(const void *ucontext, uint64_t *words, size_t cap, unsigned flags,
