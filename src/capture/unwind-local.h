@@ -72,6 +72,13 @@ struct rs_fast_cache {
 	uintptr_t exit_ra;
 	uintptr_t exit_off; /* exit_ra - start, what the fast walk compares */
 	uint64_t exit_word[2];
+	/*
+	 * A return address a walk skipped in an object that keeps frame
+	 * pointers, not a signal trampoline: a skipped frame there adds no
+	 * reason (the caller of relstack_capture() in another object, for
+	 * a caller that skips itself).  0: none.
+	 */
+	uintptr_t pass_ra;
 	uint64_t epoch; /* the object-table epoch of seq's index */
 	/* the last range the slow path's lookup found (a struct rs_objtab_view's) */
 	uintptr_t vstart, vend, vbias;

@@ -220,11 +220,12 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 /*
  * Store the view's range, and the fast range @f (NULL: keep the cached one
  * if it is still valid), and @exit_ra, a return address the walk accepted
- * as the thread's entry frame, in the view's range (0: keep the cached one
- * if it is still valid).
+ * as the thread's entry frame, in the view's range, and @pass_ra, one it
+ * skipped in an object that keeps frame pointers (0: keep the cached ones
+ * if they are still valid).
  */
 static inline void fast_cache_store(const struct fast_range *f, const struct rs_objtab_view *v,
-				    uint64_t delta, uintptr_t exit_ra)
+				    uint64_t delta, uintptr_t exit_ra, uintptr_t pass_ra)
 {
 	/* S1 */
 	if (atomic_exchange_explicit(&rs_tls.fast.busy, 1, memory_order_relaxed))
@@ -239,6 +240,7 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 		/* made under another sequence */
 		rs_tls.fast.span = 0;
 		rs_tls.fast.exit_ra = 0;
+		rs_tls.fast.pass_ra = 0;
 	}
 	if (f) {
 		rs_tls.fast.start = f->start;
@@ -251,6 +253,8 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 		rs_tls.fast.exit_word[0] = rs_objtab_view_word(v, exit_ra);
 		rs_tls.fast.exit_word[1] = exit_ra;
 	}
+	if (pass_ra)
+		rs_tls.fast.pass_ra = pass_ra;
 	rs_tls.fast.seq = v->seq;
 	rs_tls.fast.exit_off = rs_tls.fast.exit_ra - rs_tls.fast.start;
 	rs_tls.fast.fast_seq = rs_tls.fast.span && rs_tls.fast.exit_ra ? v->seq : UINT64_MAX;
@@ -284,7 +288,7 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	f->delta = relative ? delta : 0;
 	f->start = v->start;
 	f->span = v->end - v->start;
-	fast_cache_store(f, v, delta, 0);
+	fast_cache_store(f, v, delta, 0, 0);
 }
 
 #define rs_load(addr) (*(const uintptr_t *)(addr))
@@ -367,9 +371,10 @@ struct walk_resume {
  * without frame pointers, the signal trampoline, skipped frames) takes
  * the slow path, which may then set the fast range.
  *
- * @rs (may be NULL) is where walk_fast() stopped: only frames of the fast
- * range it read under @rs->seq, checked as the loop below checks them,
- * and no marker, skip or reason, so the loop can take over from there.
+ * @rs (may be NULL) is where walk_fast() stopped: after the frames to
+ * skip, frames of the fast range it read under @rs->seq, checked as the
+ * loop below checks them, and no marker or reason, so the loop can take
+ * over from there.
  */
 RS_WALK_ATTRS __attribute__((always_inline)) static inline size_t
 walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t cap, uint32_t *reasons_out,
@@ -378,9 +383,10 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uint64_t *out = words, *const out_end = words + cap;
 	uint32_t reasons = w->reasons, markers = 0;
 	const struct rs_stack_range *r;
-	uintptr_t fp = w->fp, lo = 0, hi, top, last = 0, entry_ra = 0;
+	uintptr_t fp = w->fp, lo = 0, hi, top, last = 0, entry_ra = 0, pass_ra = 0;
 	struct fast_range f = { 0, 0, 0 };
-	unsigned skip = w->skip;
+	const bool resume = rs && rs->n && rs->seq == v->seq;
+	unsigned skip = resume ? 0 : w->skip; /* walk_fast() wrote words only after skipping */
 	bool end = false;
 
 	/* the fast path writes every frame: skipping takes the slow one */
@@ -403,7 +409,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	lo = w->sp;
 	hi = r->hi;
 	top = hi - RS_ARCH_FRAME_SIZE;
-	if (rs && rs->n && rs->seq == v->seq) {
+	if (resume) {
 		out = words + rs->n;
 		fp = rs->fp;
 		lo = rs->lo;
@@ -506,6 +512,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 			} else if (!skip) {
 				fast_range_set(&f, v, relative);
+			} else {
+				pass_ra = ra; /* what walk_fast() may take for granted next time */
 			}
 		}
 		if (skip)
@@ -528,8 +536,9 @@ truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
 	if (v->end && (rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
-		       (entry_ra && rs_tls.fast.exit_ra != entry_ra)))
-		fast_cache_store(NULL, v, 0, entry_ra);
+		       (entry_ra && rs_tls.fast.exit_ra != entry_ra) ||
+		       (pass_ra && rs_tls.fast.pass_ra != pass_ra)))
+		fast_cache_store(NULL, v, 0, entry_ra, pass_ra);
 	if (reasons)
 		w->end_fp = 0;
 	else
@@ -614,14 +623,15 @@ walk_absolute(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ve
  * was accepted as one under this sequence (in the C runtime, in an object
  * without frame pointers, not a restorer: facts about the address that
  * hold while the index does), and only the frame-pointer conditions are
- * left.  The index itself is not read.  The caller guarantees no pc, no
- * skip, no prior reason, a walk whose crt_pc is rs_crt_pc, and lo inside
- * the thread's stack, whose top is hi.
+ * left.  Skipped frames must be in the fast range, or at the return
+ * address a walk skipped before (pass_ra).  The index itself is not read.
+ * The caller guarantees no pc, no prior reason, a walk whose crt_pc is
+ * rs_crt_pc, and lo inside the thread's stack, whose top is hi.
  */
 RS_WALK_ATTRS __attribute__((always_inline)) static inline bool
 walk_fast(uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp, const uintptr_t *main_top,
-	  uint64_t *words, size_t cap, const unsigned abs, struct relstack_verdict *v, size_t *n_out,
-	  struct walk_resume *rs, uintptr_t *last)
+	  uint64_t *words, size_t cap, unsigned skip, const unsigned abs, struct relstack_verdict *v,
+	  size_t *n_out, struct walk_resume *rs, uintptr_t *last)
 {
 	uint64_t *out = words, g, seq, word, epoch;
 	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, m;
@@ -641,14 +651,28 @@ walk_fast(uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp, c
 		goto from_start;
 	atomic_signal_fence(memory_order_acquire);
 
+	if (rs_unlikely(cap < 2 || fp < lo || fp > top))
+		goto from_start;
+	/*
+	 * Frames to skip: checked as walk_once() checks them (it takes its
+	 * slow path for them, to the same verdict: no reason), not written.
+	 */
+	for (; skip; skip--) {
+		x = load_word(fp + RS_ARCH_FRAME_RA * RS_W);
+		if (x - rs_tls.fast.start >= rs_tls.fast.span && (x != rs_tls.fast.pass_ra || !x))
+			goto from_start;
+		next = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
+		acc |= next;
+		if (next < fp + RS_ARCH_FRAME_SIZE || next > top)
+			goto from_start;
+		fp = next;
+	}
 	/*
 	 * Frames are at least 16 bytes apart: cut so, the window holds no
 	 * more frames than the array has room for with the entry frame and
 	 * END after them.
 	 */
-	if (rs_unlikely(cap < 2 || fp < lo || fp > top))
-		goto from_start;
-	lim = lo + (cap - 2) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
+	lim = fp + (cap - 2) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
 	if (lim < top)
 		top = lim;
 	/* L2 */
@@ -718,11 +742,11 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 	uintptr_t last;
 	size_t n;
 
-	if (!w->pc && !w->skip && !w->reasons && w->crt_pc == rs_crt_pc && in_range(w->sp, 1, &w->stack)) {
-		if (abs ? walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, 1, verdict,
-				    &n, &rs, &last)
-			: walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, 0, verdict,
-				    &n, &rs, &last)) {
+	if (!w->pc && !w->reasons && w->crt_pc == rs_crt_pc && in_range(w->sp, 1, &w->stack)) {
+		if (abs ? walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, w->skip, 1,
+				    verdict, &n, &rs, &last)
+			: walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, w->skip, 0,
+				    verdict, &n, &rs, &last)) {
 			w->end_fp = last;
 			return n;
 		}
@@ -794,6 +818,26 @@ __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, u
 	return (int)walk_relative(&w, words, cap, v, &rs);
 }
 
+/*
+ * relstack_capture() with frames to skip (a caller dropping its own frame),
+ * apart so that the common capture keeps its registers.  @fp is
+ * relstack_capture()'s frame record, unchanged whether this is a call or
+ * a jump: the same saved frame pointer and return address.
+ */
+__attribute__((noinline)) static int capture_skipping(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
+						      struct relstack_verdict *v, uintptr_t fp)
+{
+	uintptr_t last;
+	struct walk_resume rs;
+	size_t n;
+
+	/* R1' and R2: see relstack_capture() */
+	if (walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, skip,
+		      flags & RELSTACK_CAPTURE_ABSOLUTE, v, &n, &rs, &last))
+		return (int)n;
+	return capture_slow(words, cap, skip, flags, v, fp, rs.n, rs.seq, rs.fp, rs.lo);
+}
+
 __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
 					       struct relstack_verdict *v)
 {
@@ -808,16 +852,18 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 	 * R1': pairs with W1 and W3 in stack.c (an unknown stack has lo
 	 * UINTPTR_MAX); walk_fast() checks fp against its top.
 	 */
-	if (rs_unlikely(skip || fp < rs_tls.stack.stack.lo))
+	if (rs_unlikely(fp < rs_tls.stack.stack.lo))
 		return capture_slow(words, cap, skip, flags, v, fp, 0, 0, 0, 0);
 	atomic_signal_fence(memory_order_acquire);
 	/* R2 */
+	if (rs_unlikely(skip))
+		return capture_skipping(words, cap, skip, flags, v, fp);
 	if (flags)
-		done = walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, 1,
-				 v, &n, &rs, &last);
+		done = walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, 0,
+				 1, v, &n, &rs, &last);
 	else
 		done = walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, 0,
-				 v, &n, &rs, &last);
+				 0, v, &n, &rs, &last);
 	if (rs_unlikely(!done))
 		return capture_slow(words, cap, 0, flags, v, rs_arch_frame_address(), rs.n, rs.seq, rs.fp, rs.lo);
 	return (int)n;
