@@ -322,8 +322,9 @@ static inline uint64_t ring_time(const struct rs_ring *r)
 }
 
 /* B, C, D at position p, at @d in the ring; stops early at @stage (test hook) when non-zero. */
-static inline void record_put(struct rs_ring *r, unsigned char *d, uint64_t p, size_t len,
-			      const struct rs_rec_in *in, uint32_t tid, uint64_t time, unsigned stage)
+static inline __attribute__((always_inline)) void record_put(struct rs_ring *r, unsigned char *d, uint64_t p,
+								     size_t len, const struct rs_rec_in *in, uint32_t tid,
+								     uint64_t time, unsigned stage)
 {
 	struct rs_rec_head *h = (struct rs_rec_head *)d;
 	unsigned char *w = d + RS_REC_FIXED;
@@ -400,7 +401,9 @@ static inline void tls_take(struct rs_ring *r, struct rs_tls *t, uint64_t p)
 	t->count = 0;
 }
 
-static int write_stage(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage)
+/* Inlined into both callers: in rs_ring_write() the test hook's stage checks fold away. */
+static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, const struct rs_rec_in *in,
+							     unsigned stage)
 {
 	struct rs_tls *t = &tls;
 	/*
