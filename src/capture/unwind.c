@@ -371,10 +371,11 @@ struct walk_resume {
  * without frame pointers, the signal trampoline, skipped frames) takes
  * the slow path, which may then set the fast range.
  *
- * @rs (may be NULL) is where walk_fast() stopped: after the frames to
+ * @rs (may be NULL) is where walk_fast() stopped: after the interrupted
+ * pc's word (which this pass writes again, the same) and the frames to
  * skip, frames of the fast range it read under @rs->seq, checked as the
- * loop below checks them, and no marker or reason, so the loop can take
- * over from there.
+ * loop below checks them, and no marker or reason of its own, so the loop
+ * can take over from there.
  */
 RS_WALK_ATTRS __attribute__((always_inline)) static inline size_t
 walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t cap, uint32_t *reasons_out,
@@ -625,19 +626,19 @@ walk_absolute(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ve
  * hold while the index does), and only the frame-pointer conditions are
  * left.  Skipped frames must be in the fast range, or at the return
  * address a walk skipped before (pass_ra).  The index itself is not read.
- * The caller guarantees no pc, no prior reason, a walk whose crt_pc is
+ * The caller loaded @seq from the latch (1, as rs_objtab_begin()), wrote
+ * @n0 words before (the interrupted pc's, found in the index under
+ * @seq), with @reasons so far, and guarantees a walk whose crt_pc is
  * rs_crt_pc, and lo inside the thread's stack, whose top is hi.
  */
 RS_WALK_ATTRS __attribute__((always_inline)) static inline bool
-walk_fast(uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp, const uintptr_t *main_top,
-	  uint64_t *words, size_t cap, unsigned skip, const unsigned abs, struct relstack_verdict *v,
-	  size_t *n_out, struct walk_resume *rs, uintptr_t *last)
+walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp,
+	  const uintptr_t *main_top, uint64_t *words, size_t n0, size_t cap, unsigned skip, uint32_t reasons,
+	  const unsigned abs, struct relstack_verdict *v, size_t *n_out, struct walk_resume *rs, uintptr_t *last)
 {
-	uint64_t *out = words, g, seq, word, epoch;
+	uint64_t *out = words + n0, g, word, epoch;
 	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, m;
 
-	/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
-	seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
 	/*
 	 * L1: pairs with S4, as in fast_cache_load(), but an odd gen needs no
 	 * test: a store under way has made fast_seq UINT64_MAX before it
@@ -651,7 +652,7 @@ walk_fast(uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp, c
 		goto from_start;
 	atomic_signal_fence(memory_order_acquire);
 
-	if (rs_unlikely(cap < 2 || fp < lo || fp > top))
+	if (rs_unlikely(cap - n0 < 2 || fp < lo || fp > top))
 		goto from_start;
 	/*
 	 * Frames to skip: checked as walk_once() checks them (it takes its
@@ -672,7 +673,7 @@ walk_fast(uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp, c
 	 * more frames than the array has room for with the entry frame and
 	 * END after them.
 	 */
-	lim = fp + (cap - 2) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
+	lim = fp + (cap - n0 - 2) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
 	if (lim < top)
 		top = lim;
 	/* L2 */
@@ -704,17 +705,19 @@ walk_fast(uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp, c
 	if (rs_unlikely(atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g))
 		goto from_start;
 	out[0] = word;
-	out[1] = RS_NATIVE_END;
+	if (!reasons)
+		out[1] = RS_NATIVE_END;
 	/* 3: pairs with the fence after A in publish_index() (as rs_objtab_end()) */
 	atomic_thread_fence(memory_order_acquire);
 	if (rs_unlikely(atomic_load_explicit(&rs_latch.seq, memory_order_relaxed) != rs_tls.fast.fast_seq))
 		goto from_start; /* (fast_seq == seq: L3 passed) */
-	out += 2;
-	*last = fp;
+	/* END only for a reliable trace; then the entry frame is where it ended */
+	out += reasons ? 1 : 2;
+	*last = reasons ? 0 : fp;
 	*n_out = (size_t)(out - words);
 	if (v) {
-		v->reasons = 0;
-		v->frames = (uint32_t)*n_out - 1;
+		v->reasons = reasons;
+		v->frames = (uint32_t)*n_out - !reasons;
 		v->epoch = epoch;
 	}
 	return true;
@@ -739,14 +742,30 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 {
 	const unsigned abs = w->flags & RELSTACK_CAPTURE_ABSOLUTE;
 	struct walk_resume rs, *rsp = NULL;
+	uint32_t reasons = w->reasons;
+	size_t n, n0 = 0;
+	uint64_t seq;
 	uintptr_t last;
-	size_t n;
 
-	if (!w->pc && !w->reasons && w->crt_pc == rs_crt_pc && in_range(w->sp, 1, &w->stack)) {
-		if (abs ? walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, w->skip, 1,
-				    verdict, &n, &rs, &last)
-			: walk_fast(w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, cap, w->skip, 0,
-				    verdict, &n, &rs, &last)) {
+	if (w->crt_pc == rs_crt_pc && in_range(w->sp, 1, &w->stack) && (!w->pc || (cap && !w->skip))) {
+		if (w->pc) {
+			/* the interrupted pc's word, as walk_once() finds it; walk_fast() checks seq at its end */
+			struct rs_objtab_view pv;
+			struct fast_range unused;
+
+			rs_objtab_begin(&pv);
+			fast_cache_load(&unused, &pv, !abs, false);
+			words[0] = code_word(&pv, w->pc, !abs, &reasons);
+			n0 = 1;
+			seq = pv.seq;
+		} else {
+			/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
+			seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
+		}
+		if (abs ? walk_fast(seq, w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, n0, cap,
+				    w->skip, reasons, 1, verdict, &n, &rs, &last)
+			: walk_fast(seq, w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, n0, cap,
+				    w->skip, reasons, 0, verdict, &n, &rs, &last)) {
 			w->end_fp = last;
 			return n;
 		}
@@ -831,9 +850,10 @@ __attribute__((noinline)) static int capture_skipping(uint64_t *words, size_t ca
 	struct walk_resume rs;
 	size_t n;
 
-	/* R1' and R2: see relstack_capture() */
-	if (walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, skip,
-		      flags & RELSTACK_CAPTURE_ABSOLUTE, v, &n, &rs, &last))
+	/* R1' and R2: see relstack_capture(); 1: pairs with C in publish_index() */
+	if (walk_fast(atomic_load_explicit(&rs_latch.seq, memory_order_acquire), fp, fp, rs_tls.stack.stack.hi,
+		      &rs_tls.stack.entry_fp, &rs_main_top, words, 0, cap, skip, 0, flags & RELSTACK_CAPTURE_ABSOLUTE,
+		      v, &n, &rs, &last))
 		return (int)n;
 	return capture_slow(words, cap, skip, flags, v, fp, rs.n, rs.seq, rs.fp, rs.lo);
 }
@@ -843,6 +863,7 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 {
 	uintptr_t fp = rs_arch_frame_address(), last;
 	struct walk_resume rs;
+	uint64_t seq;
 	size_t n;
 	bool done;
 
@@ -858,12 +879,14 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 	/* R2 */
 	if (rs_unlikely(skip))
 		return capture_skipping(words, cap, skip, flags, v, fp);
+	/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
+	seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
 	if (flags)
-		done = walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, 0,
-				 1, v, &n, &rs, &last);
+		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, 0,
+				 cap, 0, 0, 1, v, &n, &rs, &last);
 	else
-		done = walk_fast(fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, cap, 0,
-				 0, v, &n, &rs, &last);
+		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, 0,
+				 cap, 0, 0, 0, v, &n, &rs, &last);
 	if (rs_unlikely(!done))
 		return capture_slow(words, cap, 0, flags, v, rs_arch_frame_address(), rs.n, rs.seq, rs.fp, rs.lo);
 	return (int)n;
