@@ -113,14 +113,20 @@ struct cache {
 	int *slots;
 };
 
-/* noipa: keep the crash path as written, without clones or constant propagation */
-static __attribute__((noipa)) void cache_flush(struct cache *c)
+/* Keep the crash path as written, without clones or constant propagation. */
+#ifdef __clang__
+#define DEMO_AS_WRITTEN __attribute__((noinline))
+#else
+#define DEMO_AS_WRITTEN __attribute__((noipa))
+#endif
+
+static DEMO_AS_WRITTEN void cache_flush(struct cache *c)
 {
 	c->slots[7] = 0;
 	__asm__ volatile("" ::: "memory");
 }
 
-static __attribute__((noipa)) void shutdown_server(void)
+static DEMO_AS_WRITTEN void shutdown_server(void)
 {
 	struct cache c = { NULL };
 
