@@ -17,7 +17,8 @@
  * addresses in no object, or SIZE_MAX when the table changed under the
  * pass (the words are then garbage and must be redone).
  */
-static inline size_t encode_pass(const uintptr_t *addrs, uint64_t *words, size_t n, uint64_t *epoch)
+static inline __attribute__((always_inline)) size_t encode_pass(const uintptr_t *addrs, uint64_t *words,
+								size_t n, uint64_t *epoch)
 {
 	struct rs_objtab_view v;
 	size_t misses = 0;
@@ -26,6 +27,7 @@ static inline size_t encode_pass(const uintptr_t *addrs, uint64_t *words, size_t
 	for (size_t i = 0; i < n; i++) {
 		if (rs_likely(rs_objtab_find(&v, addrs[i]))) {
 			words[i] = rs_objtab_view_word(&v, addrs[i]);
+			misses += words[i] == RS_NATIVE_UNKNOWN; /* offset too large for the word */
 		} else {
 			words[i] = RS_NATIVE_UNKNOWN;
 			misses++;
@@ -55,21 +57,10 @@ static size_t encode_retry(const uintptr_t *addrs, uint64_t *words, size_t n, ui
 	return n;
 }
 
-static size_t count_named(const uint64_t *words, size_t n)
+/* Misses, a table that changed under the pass, re-scans: off the fast path. */
+static __attribute__((noinline, cold)) size_t encode_slow(const uintptr_t *addrs, uint64_t *words, size_t n,
+							   unsigned flags, uint64_t *epoch, size_t misses)
 {
-	size_t named = 0;
-
-	for (size_t i = 0; i < n; i++)
-		named += words[i] != RS_NATIVE_UNKNOWN;
-	return named;
-}
-
-size_t relstack_encode(const uintptr_t *addrs, uint64_t *words, size_t n, unsigned flags, uint64_t *epoch)
-{
-	size_t misses = encode_pass(addrs, words, n, epoch);
-
-	if (rs_likely(misses == 0))
-		return count_named(words, n);
 	if (misses == SIZE_MAX)
 		misses = encode_retry(addrs, words, n, epoch);
 	if (misses && (flags & RELSTACK_ENCODE_RESCAN)) {
@@ -81,7 +72,16 @@ size_t relstack_encode(const uintptr_t *addrs, uint64_t *words, size_t n, unsign
 	}
 	if (misses)
 		rs_objtab_count_unknown(misses);
-	return count_named(words, n);
+	return n - misses;
+}
+
+size_t relstack_encode(const uintptr_t *addrs, uint64_t *words, size_t n, unsigned flags, uint64_t *epoch)
+{
+	size_t misses = encode_pass(addrs, words, n, epoch);
+
+	if (rs_likely(misses == 0))
+		return n;
+	return encode_slow(addrs, words, n, flags, epoch, misses);
 }
 
 bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out)

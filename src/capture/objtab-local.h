@@ -36,13 +36,13 @@ struct rs_index_range {
 
 /*
  * starts[] holds the sorted range starts, padded with UINTPTR_MAX up to
- * span (a power of two), in an array of its own so that the search
+ * 1 << span_log2 entries, in an array of its own so that the search
  * touches as few cache lines as possible; r[] holds the rest.
  */
 struct rs_index {
 	_Atomic uint64_t epoch;
 	_Atomic uint32_t n;
-	_Atomic uint32_t span;
+	_Atomic uint32_t span_log2; /* span = 1 << span_log2 */
 	_Atomic uintptr_t starts[RS_INDEX_MAX];
 	struct rs_index_range r[RS_INDEX_MAX];
 };
@@ -60,7 +60,7 @@ RS_HIDDEN void rs_objtab_count_busy(void);
 struct rs_objtab_view {
 	uint64_t seq;
 	const struct rs_index *ix;
-	uint32_t n, span;
+	uint32_t n, span_log2;
 	/* the last range found: runs of addresses in one object skip the search */
 	uintptr_t start, end, bias;
 	uint64_t slot_flags;
@@ -72,9 +72,7 @@ static inline void rs_objtab_begin(struct rs_objtab_view *v)
 	v->seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
 	v->ix = &rs_latch.copy[v->seq & 1];
 	v->n = atomic_load_explicit(&v->ix->n, memory_order_relaxed);
-	v->span = atomic_load_explicit(&v->ix->span, memory_order_relaxed);
-	if (v->span > RS_INDEX_MAX)
-		v->span = 0; /* torn: the seq check rejects the result */
+	v->span_log2 = atomic_load_explicit(&v->ix->span_log2, memory_order_relaxed);
 	v->start = v->end = v->bias = 0;
 	v->slot_flags = 0;
 }
@@ -95,7 +93,7 @@ static inline uint64_t rs_objtab_view_epoch(const struct rs_objtab_view *v)
  * 2: find the range holding @addr.  Returns false for an address in no
  * indexed object.  On success v->bias and v->slot_flags describe it.
  */
-static inline bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t addr)
+static inline __attribute__((always_inline)) bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t addr)
 {
 	const struct rs_index *ix = v->ix;
 	const struct rs_index_range *r;
@@ -107,10 +105,27 @@ static inline bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t addr)
 	/*
 	 * Branch-free binary search: random addresses make every branch of an
 	 * ordinary search a coin toss, and a mispredicted branch costs more
-	 * than the whole search.  Finds the last start <= addr.
+	 * than the whole search.  Unrolled by the index's size (one jump,
+	 * always the same one): each step is a load, a compare and a
+	 * conditional move.  Finds the last start <= addr.  A torn span_log2
+	 * above 10 searches nothing; the seq check rejects the result.
 	 */
-	for (uint32_t half = v->span / 2; half; half /= 2)
-		base = atomic_load_explicit(&base[half], memory_order_relaxed) <= addr ? base + half : base;
+#define RS_FIND_STEP(half) \
+	base = atomic_load_explicit(&base[half], memory_order_relaxed) <= addr ? base + (half) : base
+	switch (v->span_log2) {
+	case 10: RS_FIND_STEP(512); __attribute__((fallthrough));
+	case 9: RS_FIND_STEP(256); __attribute__((fallthrough));
+	case 8: RS_FIND_STEP(128); __attribute__((fallthrough));
+	case 7: RS_FIND_STEP(64); __attribute__((fallthrough));
+	case 6: RS_FIND_STEP(32); __attribute__((fallthrough));
+	case 5: RS_FIND_STEP(16); __attribute__((fallthrough));
+	case 4: RS_FIND_STEP(8); __attribute__((fallthrough));
+	case 3: RS_FIND_STEP(4); __attribute__((fallthrough));
+	case 2: RS_FIND_STEP(2); __attribute__((fallthrough));
+	case 1: RS_FIND_STEP(1); __attribute__((fallthrough));
+	default: break;
+	}
+#undef RS_FIND_STEP
 	pos = (uint32_t)(base - ix->starts);
 	if (rs_unlikely(pos >= v->n || pos >= RS_INDEX_MAX))
 		return false; /* empty index, or a torn read the seq check rejects */

@@ -357,14 +357,16 @@ static int cmp_range(const void *a, const void *b)
 
 static void latch_write_copy(struct rs_index *ix, unsigned n)
 {
-	unsigned span = 1;
+	unsigned span = 1, span_log2 = 0;
 
-	while (span < n)
+	while (span < n) {
 		span *= 2;
+		span_log2++;
+	}
 	for (unsigned i = 0; i < span; i++)
 		atomic_store_explicit(&ix->starts[i], i < n ? T.sorted[i].start : UINTPTR_MAX,
 				      memory_order_relaxed);
-	atomic_store_explicit(&ix->span, span, memory_order_relaxed);
+	atomic_store_explicit(&ix->span_log2, span_log2, memory_order_relaxed);
 	for (unsigned i = 0; i < n; i++) {
 		atomic_store_explicit(&ix->r[i].start, T.sorted[i].start, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].end, T.sorted[i].end, memory_order_relaxed);
