@@ -1,0 +1,1040 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The unwinder's fast walk (walk_fast() in unwind.c) against its complete
+ * walk (walk_once()): the same words, counts, reasons, epoch and end frame
+ * on every stack.
+ *
+ * Stacks are frame chains built in a mapping with inaccessible pages on
+ * both sides (as in test_unwind.c), their return addresses in real
+ * objects: the test program and librs_unwind_fp.so (frame pointers; the
+ * fast walk caches one of them), librs_unwind_nofp.so and the C runtime
+ * (no frame pointers; the C runtime also as the thread's entry frame, of
+ * both kinds), the signal-return trampoline, unknown text and garbage.
+ * Real stacks too: the main thread (entry below __libc_stack_end), a
+ * thread ending at start_thread, and captures from a timer's signal
+ * handler that change the thread's cache while the interrupted code walks.
+ *
+ * The two walks are reached through rs_unwind_walk(), which tries the
+ * fast walk only for a walk whose crt_pc is rs_crt_pc (the fact the
+ * thread's cache was learned with).  The reference walk gives another
+ * address inside the C runtime: the end-of-stack rule only asks which
+ * object crt_pc is in, so the complete walk decides the same, and the
+ * fast walk is never tried (checked below, with the tracer).
+ *
+ * The tracer: the fast walk alone writes absolute words from
+ * rs_tls.fast.wdelta[1] and exit_word[1]; the complete walk computes its
+ * own.  Adding 1 to both before an absolute walk marks every word the fast
+ * walk wrote and the final result kept, which tells a walk the fast path
+ * finished from one it handed over (and where) or left from the start.
+ *
+ * Real call chains run before cmocka's runner (main thread) or on threads
+ * of their own: the runner keeps no frame pointers.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capture/objtab.h"
+#include "capture/objtab-local.h"
+#include "capture/unwind-local.h"
+#include "relstack/relstack.h"
+#include "unwind-lib.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+
+#ifndef UNWIND_DL_PATH
+#error UNWIND_DL_PATH must name librs_unwind_dl.so
+#endif
+
+#define STACK_WORDS 4096
+#define MAXW 600   /* room for the deepest generated stack */
+#define CANARY 0x5eed5eed5eed5eedull
+#define UNKNOWN_TEXT_ADDR ((uintptr_t)0x10000)
+#define RANDOM_STACKS 1000000
+
+/* Not static, so that no interprocedural optimisation changes the real chains. */
+void real_compare(void *arg);
+void *entry_thread(void *arg);
+void *chain_thread(void *arg);
+void chain_cb(void *arg);
+
+struct image {
+	unsigned char *map;
+	size_t len;
+	uintptr_t *w; /* STACK_WORDS words, guard pages around */
+};
+
+static struct image img, himg; /* the walks', the signal handler's */
+
+static uintptr_t slot(const struct image *m, size_t i) { return (uintptr_t)&m->w[i]; }
+
+static void frame(struct image *m, size_t i, uintptr_t next, uintptr_t ra)
+{
+	m->w[i] = next;
+	m->w[i + 1] = ra;
+}
+
+static int image_new(struct image *m)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t body = STACK_WORDS * sizeof(uintptr_t);
+
+	m->len = body + 2 * (size_t)page;
+	m->map = mmap(NULL, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m->map == MAP_FAILED)
+		return -1;
+	if (mprotect(m->map + page, body, PROT_READ | PROT_WRITE))
+		return -1;
+	m->w = (uintptr_t *)(void *)(m->map + page);
+	return 0;
+}
+
+/* ---- the objects return addresses are taken from ---- */
+
+__attribute__((noinline)) static int text_in_test(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x + 1;
+}
+
+struct object {
+	uintptr_t base; /* return addresses are base + [0, 32) */
+};
+
+/* fpo[0..nfp): objects that keep frame pointers; the test program is one unless a sanitizer runtime is linked in */
+static struct object fpo[2];
+static unsigned nfp;
+static uintptr_t nofp_ra, entry_ra[2], restorer, pass_ra;
+static bool prog_fp;
+
+static bool keeps_fp(uintptr_t a)
+{
+	struct rs_lookup l;
+
+	return rs_objtab_lookup(a, &l) && !(l.flags & RELSTACK_OBJECT_NO_FP);
+}
+
+static int find_objects(void)
+{
+	struct rs_lookup l;
+
+	if (relstack_objtab_refresh() < 0)
+		return -1;
+	prog_fp = keeps_fp((uintptr_t)&text_in_test);
+	if (prog_fp)
+		fpo[nfp++] = (struct object){ (uintptr_t)&text_in_test };
+	if (keeps_fp((uintptr_t)&rs_unwind_fp_inner))
+		fpo[nfp++] = (struct object){ (uintptr_t)&rs_unwind_fp_inner };
+	nofp_ra = (uintptr_t)&rs_unwind_nofp_call + 1;
+	/* two return addresses in the C runtime: the cache knows one entry frame at a time */
+	entry_ra[0] = rs_crt_pc + 1;
+	entry_ra[1] = rs_crt_pc + 9;
+	restorer = atomic_load(&rs_restorer[0]);
+	/* a frame a recorder in another object skips: in librs_unwind_fp.so */
+	pass_ra = (uintptr_t)&rs_unwind_fp_call + 5;
+	if (nfp == 0 || !rs_objtab_lookup(rs_crt_pc, &l) || !(l.flags & RELSTACK_OBJECT_NO_FP) || keeps_fp(nofp_ra))
+		return -1; /* the premises of every case below */
+	return 0;
+}
+
+/* ---- the two walks, and the tracer ---- */
+
+static void tracer_arm(void)
+{
+	rs_tls.fast.wdelta[1] = rs_tls.fast.start + 1;
+	rs_tls.fast.exit_word[1] = rs_tls.fast.exit_ra + 1;
+}
+
+/* The values a store gives them (fast_cache_store()). */
+static void tracer_disarm(void)
+{
+	rs_tls.fast.wdelta[1] = rs_tls.fast.start;
+	rs_tls.fast.exit_word[1] = rs_tls.fast.exit_ra;
+}
+
+struct result {
+	size_t n;
+	struct relstack_verdict v;
+	uintptr_t end_fp;
+	uint64_t words[MAXW + 8];
+};
+
+/* The complete walk: see the top of the file. */
+static void walk_complete(const struct rs_walk *w0, size_t cap, struct result *r)
+{
+	struct rs_walk w = *w0;
+
+	w.crt_pc = rs_crt_pc + 1;
+	memset(&r->v, 0xa5, sizeof(r->v));
+	r->n = rs_unwind_walk(&w, r->words, cap, &r->v);
+	r->end_fp = w.end_fp;
+}
+
+/* The walk with the fast path; @trace: absolute, with the tracer armed. */
+static void walk_with_fast(const struct rs_walk *w0, size_t cap, struct result *r, bool trace)
+{
+	struct rs_walk w = *w0;
+
+	w.crt_pc = rs_crt_pc;
+	for (size_t i = 0; i < cap + 8 && i < RS_ARRAY_SIZE(r->words); i++)
+		r->words[i] = CANARY;
+	memset(&r->v, 0x5a, sizeof(r->v));
+	if (trace)
+		tracer_arm();
+	r->n = rs_unwind_walk(&w, r->words, cap, &r->v);
+	r->end_fp = w.end_fp;
+	if (trace)
+		tracer_disarm();
+}
+
+/*
+ * Compare; returns how many words the fast walk wrote (traced), or -1 on
+ * a difference.  Traced words must be a run from the first frame after
+ * the interrupted pc, each the reference's + 1.
+ */
+static int differ_at(const struct rs_walk *w, size_t cap, const struct result *f, const struct result *ref,
+		     bool trace)
+{
+	size_t first = w->pc && !w->skip ? 1 : 0, traced = 0;
+
+	if (f->n != ref->n || f->n > cap || f->v.reasons != ref->v.reasons || f->v.frames != ref->v.frames ||
+	    f->v.epoch != ref->v.epoch || f->end_fp != ref->end_fp)
+		return -1;
+	for (size_t i = cap; i < cap + 8 && i < RS_ARRAY_SIZE(f->words); i++)
+		if (f->words[i] != CANARY)
+			return -1; /* written past the array */
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->words[i] == ref->words[i])
+			continue;
+		if (!trace || f->words[i] != ref->words[i] + 1 || i != first + traced)
+			return -1;
+		traced++;
+	}
+	return (int)traced;
+}
+
+static void report(const char *what, const struct rs_walk *w, size_t cap, const struct result *f,
+		   const struct result *ref)
+{
+	fprintf(stderr, "%s: cap %zu skip %u flags %u pc %#lx entry_fp %#lx main_top %#lx\n", what, cap, w->skip,
+		w->flags, (unsigned long)w->pc, (unsigned long)w->entry_fp, (unsigned long)w->main_top);
+	fprintf(stderr, "  fast: n %zu reasons %#x frames %u epoch %lu end %#lx\n", f->n, f->v.reasons,
+		f->v.frames, (unsigned long)f->v.epoch, (unsigned long)f->end_fp);
+	fprintf(stderr, "  full: n %zu reasons %#x frames %u epoch %lu end %#lx\n", ref->n, ref->v.reasons,
+		ref->v.frames, (unsigned long)ref->v.epoch, (unsigned long)ref->end_fp);
+	for (size_t i = 0; i < f->n || i < ref->n; i++)
+		fprintf(stderr, "  [%zu] %#018llx %#018llx\n", i, (unsigned long long)f->words[i],
+			(unsigned long long)ref->words[i]);
+}
+
+/* Both walks on @w, untraced: fails the test on any difference. */
+static void check_walk(const struct rs_walk *w, size_t cap)
+{
+	static struct result f, ref;
+
+	walk_with_fast(w, cap, &f, false);
+	walk_complete(w, cap, &ref);
+	if (differ_at(w, cap, &f, &ref, false) < 0) {
+		report("fast and complete walks differ", w, cap, &f, &ref);
+		fail();
+	}
+}
+
+/* A walk of @m from the frame at word @first, the whole image its stack. */
+static void walk_of(struct rs_walk *w, const struct image *m, size_t first)
+{
+	memset(w, 0, sizeof(*w));
+	w->fp = slot(m, first);
+	w->sp = slot(m, 0);
+	w->stack.lo = slot(m, 0);
+	w->stack.hi = slot(m, STACK_WORDS);
+}
+
+/*
+ * A common stack in @m: @depth frames in object @o from word @at, 2 + gap
+ * words apart, then the entry frame of a new thread at @ra.  Returns the
+ * entry frame's word.
+ */
+static size_t common_stack(struct image *m, size_t at, unsigned depth, const struct object *o, size_t gap,
+			   uintptr_t ra)
+{
+	size_t i = at;
+
+	for (unsigned d = 0; d < depth; d++, i += 2 + gap)
+		frame(m, i, slot(m, i + 2 + gap), o->base + d % 32);
+	frame(m, i, 0, ra);
+	return i;
+}
+
+/* ---- random stacks ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static uintptr_t garbage(void)
+{
+	switch (rnd() % 8) {
+	case 0: return 0;
+	case 1: return 1;
+	case 2: return slot(&img, rnd() % STACK_WORDS);
+	case 3: return slot(&img, rnd() % STACK_WORDS) + 1 + rnd() % 7;
+	case 4: return UNKNOWN_TEXT_ADDR + rnd() % 4096;
+	case 5: return ~(uintptr_t)0 - rnd() % 4;
+	default: return (uintptr_t)rnd();
+	}
+}
+
+/* A return address the fast walk may not decide (or, now and then, may). */
+static uintptr_t odd_ra(void)
+{
+	switch (rnd() % 7) {
+	case 0: return fpo[rnd() % nfp].base + rnd() % 32; /* maybe the other object */
+	case 1: return nofp_ra;
+	case 2: return entry_ra[rnd() % 2];                  /* the C runtime, mid-stack */
+	case 3: return restorer;
+	case 4: return UNKNOWN_TEXT_ADDR + rnd() % 4096;
+	case 5: return pass_ra;
+	default: return garbage();
+	}
+}
+
+/*
+ * One random stack in img: mostly the common one (a run in one object
+ * that keeps frame pointers, then an entry frame), with perturbations.
+ * Fills @w; @o is the object most frames are in.
+ */
+static void random_stack(struct rs_walk *w, const struct object *o)
+{
+	size_t at = 4 + rnd() % 16, i = at, top_cut;
+	unsigned depth = rnd() % 4 ? (unsigned)(rnd() % 40) : (unsigned)(rnd() % 250);
+	bool perturb = rnd() % 3 == 0;
+	size_t ucw = sizeof(ucontext_t) / sizeof(uintptr_t) + 4;
+
+	for (size_t j = 0; j < 24; j++) /* what the start of the last stack left, partly */
+		img.w[j] = rnd() % 2 ? garbage() : img.w[j];
+	walk_of(w, &img, at);
+	for (unsigned d = 0; d < depth && i + 2 * ucw + 64 < STACK_WORDS; d++) {
+		size_t gap = rnd() % 4 ? 0 : rnd() % 6, next = i + 2 + gap;
+		uintptr_t ra = o->base + rnd() % 32, nx = slot(&img, next);
+
+		if (perturb && rnd() % 24 == 0)
+			ra = odd_ra();
+		if (perturb && rnd() % 64 == 0) {
+			switch (rnd() % 4) {
+			case 0: nx = garbage(); break;
+			case 1: nx = slot(&img, next) + 1 + rnd() % 7; break;   /* misaligned */
+			case 2: nx = slot(&img, i - rnd() % 3); break;         /* not increasing */
+			default: nx = 0; break;                                /* a saved 0: the end */
+			}
+		}
+		if (ra == restorer) {
+			/* a signal frame: the ucontext after the handler's record, the interrupted frames above it */
+			ucontext_t *uc = (ucontext_t *)(void *)&img.w[i + 2];
+			size_t above = i + 2 + ucw;
+
+			memset(uc, 0, sizeof(*uc));
+			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(rnd() % 2 ? o->base + 3 : odd_ra());
+			uc->uc_mcontext.gregs[REG_RSP] = (greg_t)slot(&img, above);
+			uc->uc_mcontext.gregs[REG_RBP] = (greg_t)slot(&img, above + (rnd() % 3));
+			frame(&img, i, garbage(), ra);
+			i = above + (size_t)uc->uc_mcontext.gregs[REG_RBP] / 8 - slot(&img, above) / 8;
+			continue;
+		}
+		frame(&img, i, nx, ra);
+		i = next;
+	}
+	/* the last frame: an entry frame of either kind, or not */
+	switch (rnd() % 6) {
+	case 0: case 1: case 2: /* a new thread's */
+		frame(&img, i, 0, entry_ra[rnd() % 8 == 0]);
+		w->entry_fp = rnd() % 3 ? 0 : rnd() % 4 ? slot(&img, i) : slot(&img, i + 2);
+		break;
+	case 3: case 4: { /* the main thread's: __libc_start_call_main leaves junk in %rbp */
+		static const uintptr_t dist[] = { 1, 8, 272, RS_MAIN_ENTRY_AREA, RS_MAIN_ENTRY_AREA + 1,
+						  RS_MAIN_ENTRY_AREA + 8, 0 };
+
+		frame(&img, i, rnd() % 2 ? 1 : garbage(), entry_ra[rnd() % 8 == 0]);
+		w->main_top = slot(&img, i) + (rnd() % 2 ? dist[rnd() % RS_ARRAY_SIZE(dist)] : rnd() % 600);
+		break;
+	}
+	default:
+		frame(&img, i, garbage(), rnd() % 2 ? o->base : garbage());
+		break;
+	}
+	if (rnd() % 8 == 0)
+		w->entry_fp = rnd() % 2 ? garbage() : w->entry_fp;
+	/* the stack's top: the image's, or cut somewhere around the chain */
+	if (rnd() % 8 == 0) {
+		top_cut = at + rnd() % (i + 8 - at);
+		w->stack.hi = slot(&img, top_cut) - (rnd() % 4 == 0 ? rnd() % 8 : 0);
+	}
+	if (rnd() % 16 == 0)
+		w->sp = w->fp + (rnd() % 2 ? 8 : -(uintptr_t)16 * (rnd() % 3)); /* the first frame outside, or not */
+	if (rnd() % 32 == 0)
+		w->fp = garbage();
+	if (rnd() % 6 == 0) {
+		/* an interrupted context: its pc first */
+		w->pc = rnd() % 2 ? o->base + rnd() % 32 : odd_ra();
+		w->reasons = RELSTACK_UNRELIABLE_ASYNC_START;
+	}
+	w->skip = rnd() % 4 ? 0 : (unsigned)(rnd() % 4);
+	if (w->skip && rnd() % 2) /* the recorder's own frame, in another object */
+		img.w[at + 1] = pass_ra;
+	w->flags = rnd() % 2 ? RELSTACK_CAPTURE_ABSOLUTE : 0;
+}
+
+/*
+ * What a traced walk says about the fast path: it finished the walk
+ * (every frame word and the entry frame's traced, END after them), it
+ * handed over after writing some, or none of its words were kept.
+ */
+enum fast_use { FAST_NONE, FAST_RESUMED, FAST_FINISHED };
+
+static enum fast_use fast_use_of(const struct rs_walk *w, const struct result *ref, int traced)
+{
+	size_t first = w->pc && !w->skip ? 1 : 0;
+
+	if (traced == 0)
+		return FAST_NONE;
+	if (ref->v.reasons == w->reasons && ref->n >= 2 && ref->words[ref->n - 1] == RS_NATIVE_END &&
+	    (size_t)traced + first == ref->v.frames &&
+	    (ref->words[ref->n - 2] == entry_ra[0] || ref->words[ref->n - 2] == entry_ra[1]))
+		return FAST_FINISHED;
+	return FAST_RESUMED;
+}
+
+static struct result last_ref; /* the reference of the last check_traced() */
+
+static enum fast_use check_traced_n(const struct rs_walk *w, size_t cap, int *traced)
+{
+	static struct result f;
+	struct rs_walk t = *w;
+	int k;
+
+	t.flags = RELSTACK_CAPTURE_ABSOLUTE;
+	walk_with_fast(&t, cap, &f, true);
+	walk_complete(&t, cap, &last_ref);
+	k = differ_at(&t, cap, &f, &last_ref, true);
+	if (k < 0)
+		report("fast and complete walks differ (traced)", &t, cap, &f, &last_ref);
+	assert_true(k >= 0);
+	*traced = k;
+	return fast_use_of(&t, &last_ref, k);
+}
+
+static enum fast_use check_traced(const struct rs_walk *w, size_t cap)
+{
+	int k;
+
+	return check_traced_n(w, cap, &k);
+}
+
+static void fast_walk_equals_complete_walk_on_random_stacks(void **state)
+{
+	unsigned use[3] = { 0 }, reliable = 0, cur = 0;
+	uint32_t seen = 0;
+
+	memset(img.w, 0, STACK_WORDS * sizeof(uintptr_t));
+	for (unsigned iter = 0; iter < RANDOM_STACKS; iter++) {
+		struct rs_walk w;
+		size_t cap;
+
+		/* the common object changes now and then: the cache follows */
+		if (rnd() % 64 == 0)
+			cur = (unsigned)(rnd() % nfp);
+		random_stack(&w, &fpo[cur]);
+		cap = rnd() % 4 ? MAXW : (size_t)(rnd() % 64);
+		if (rnd() % 2) {
+			use[check_traced(&w, cap)]++;
+			reliable += last_ref.v.reasons == 0;
+			seen |= last_ref.v.reasons;
+		} else {
+			check_walk(&w, cap);
+		}
+	}
+	fprintf(stderr, "%u stacks; of the traced walks the fast path finished %u, handed over %u after "
+		"writing words, wrote none kept %u; %u reliable\n",
+		RANDOM_STACKS, use[FAST_FINISHED], use[FAST_RESUMED], use[FAST_NONE], reliable);
+	/* the stacks reach every case of the fast path, and every reason */
+	assert_true(use[FAST_FINISHED] > RANDOM_STACKS / 20);
+	assert_true(use[FAST_RESUMED] > RANDOM_STACKS / 50);
+	assert_true(use[FAST_NONE] > RANDOM_STACKS / 50);
+	assert_true(reliable > use[FAST_FINISHED]);
+	assert_int_equal(seen, RELSTACK_UNRELIABLE_ALL);
+}
+
+/* ---- directed cases on crafted stacks ---- */
+
+/* A common stack of @depth frames in fpo[0] from word 4, entry at entry_ra[0]; walked once to warm the cache. */
+static size_t warm_common_stack(struct rs_walk *w, unsigned depth, size_t gap)
+{
+	size_t e;
+
+	memset(img.w, 0, STACK_WORDS * sizeof(uintptr_t));
+	e = common_stack(&img, 4, depth, &fpo[0], gap, entry_ra[0]);
+	walk_of(w, &img, 4);
+	check_walk(w, MAXW);
+	assert_int_equal(check_traced(w, MAXW), FAST_FINISHED);
+	return e;
+}
+
+static void fast_walk_stopping_at_a_frame_it_does_not_decide_is_resumed_there(void **state)
+{
+	/* return addresses the fast walk leaves to the complete walk */
+	const uintptr_t odd[] = {
+		nfp > 1 ? fpo[1].base + 7 : (uintptr_t)&text_in_test + 7, nofp_ra, entry_ra[0], entry_ra[1], UNKNOWN_TEXT_ADDR, restorer, 12345,
+	};
+	struct rs_walk w;
+	int traced;
+
+	for (size_t o = 0; o < RS_ARRAY_SIZE(odd); o++) {
+		for (unsigned k = 0; k < 24; k++) {
+			warm_common_stack(&w, 30, 0);
+			img.w[4 + 2 * k + 1] = odd[o];
+			check_traced_n(&w, MAXW, &traced);
+			/* the k frames before it are the fast walk's words, kept */
+			assert_int_equal(traced, (int)k);
+			assert_true(last_ref.n > k);
+			check_walk(&w, MAXW);
+		}
+	}
+	/* a frame pointer leaving the window: the frame that held it is the fast walk's too */
+	for (unsigned k = 0; k < 24; k++) {
+		const uintptr_t next[] = { 0, slot(&img, 4 + 2 * k), slot(&img, STACK_WORDS), slot(&img, 2) };
+
+		for (size_t j = 0; j < RS_ARRAY_SIZE(next); j++) {
+			warm_common_stack(&w, 30, 0);
+			img.w[4 + 2 * k] = next[j];
+			check_traced_n(&w, MAXW, &traced);
+			assert_int_equal(traced, (int)k + 1);
+			/* a saved 0 ends the walk reliably, in the complete walk */
+			assert_int_equal(last_ref.v.reasons == 0, j == 0);
+			check_walk(&w, MAXW);
+		}
+	}
+	/* a misaligned frame pointer: the fast walk's words are all dropped */
+	for (unsigned k = 0; k < 24; k++) {
+		warm_common_stack(&w, 30, 0);
+		img.w[4 + 2 * k] = slot(&img, 4 + 2 * k + 2) + 4;
+		check_traced_n(&w, MAXW, &traced);
+		assert_int_equal(traced, 0);
+		assert_int_equal(last_ref.v.reasons, RELSTACK_UNRELIABLE_MISALIGNED);
+		check_walk(&w, MAXW);
+	}
+	/* even when the misaligned record reads as a perfect frame of the chain, up to the entry */
+	for (unsigned k = 0; k < 24; k++) {
+		uintptr_t bad = slot(&img, 4 + 2 * k + 2) + 4, rec[2];
+
+		warm_common_stack(&w, 30, 0);
+		img.w[4 + 2 * k] = bad;
+		rec[0] = slot(&img, 4 + 2 * k + 6);
+		rec[1] = fpo[0].base + 2;
+		memcpy((void *)bad, rec, sizeof(rec));
+		check_traced_n(&w, MAXW, &traced);
+		assert_int_equal(traced, 0);
+		assert_int_equal(last_ref.v.reasons, RELSTACK_UNRELIABLE_MISALIGNED);
+		assert_int_equal(last_ref.n, k + 1);
+		check_walk(&w, MAXW);
+	}
+}
+
+static void complete_walk_of_this_test_never_takes_the_fast_path(void **state)
+{
+	static struct result f, ref;
+	struct rs_walk w;
+
+	warm_common_stack(&w, 20, 1);
+	w.flags = RELSTACK_CAPTURE_ABSOLUTE;
+	walk_with_fast(&w, MAXW, &f, false);
+	tracer_arm();
+	walk_complete(&w, MAXW, &ref);
+	tracer_disarm();
+	assert_int_equal(ref.n, f.n);
+	assert_memory_equal(ref.words, f.words, f.n * sizeof(f.words[0]));
+}
+
+static void cache_made_before_the_object_table_changed_is_not_used(void **state)
+{
+	struct rs_walk w;
+	uint64_t epoch;
+	void *h = NULL;
+
+	for (int round = 0; round < 4; round++) {
+		warm_common_stack(&w, 20, 0);
+		epoch = last_ref.v.epoch;
+		/* load or unload an object: a new index, a new epoch */
+		if (round % 2 == 0) {
+			h = dlopen(UNWIND_DL_PATH, RTLD_NOW | RTLD_LOCAL);
+			assert_non_null(h);
+		} else {
+			assert_int_equal(dlclose(h), 0);
+		}
+		assert_true(relstack_objtab_refresh() > 0);
+		assert_int_equal(check_traced(&w, MAXW), FAST_NONE);
+		assert_true(last_ref.v.epoch != epoch);
+		check_walk(&w, MAXW);
+		/* and the cache the complete walk made under the new index is */
+		assert_int_equal(check_traced(&w, MAXW), FAST_FINISHED);
+	}
+}
+
+static void frames_to_skip_are_decided_by_the_fast_walk_when_the_cache_allows(void **state)
+{
+	struct rs_walk w;
+	uintptr_t other = nfp > 1 ? fpo[1].base + 11 : nofp_ra;
+
+	for (unsigned s = 0; s <= 3; s++) {
+		/* skipped frames in the cached object */
+		warm_common_stack(&w, 20, 0);
+		w.skip = s;
+		check_walk(&w, MAXW);
+		assert_int_equal(check_traced(&w, MAXW), FAST_FINISHED);
+		assert_int_equal(last_ref.n, 20 - s + 2);
+		/*
+		 * the last one skipped at a return address a walk skipped before
+		 * in another object (the cache keeps the last such address)
+		 */
+		size_t last = 4 + 2 * (s ? s - 1 : 0) + 1;
+
+		img.w[last] = pass_ra;
+		if (s) {
+			check_walk(&w, MAXW); /* learns pass_ra */
+			assert_int_equal(check_traced(&w, MAXW), FAST_FINISHED);
+			assert_int_equal(last_ref.v.reasons, 0);
+		}
+		/* at any other address outside the cached object: the complete walk decides */
+		img.w[last] = other;
+		if (s) {
+			assert_int_equal(check_traced(&w, MAXW), FAST_NONE);
+			check_walk(&w, MAXW);
+		}
+		/* every frame skipped, the entry frame too: END alone */
+		img.w[last] = fpo[0].base;
+		w.skip = 21 + s;
+		check_walk(&w, MAXW);
+		check_traced(&w, MAXW);
+		assert_int_equal(last_ref.v.reasons, 0);
+		assert_int_equal(last_ref.n, 1);
+		assert_true(last_ref.words[0] == RS_NATIVE_END);
+	}
+}
+
+static void truncated_array_of_every_length_gives_the_same_words_and_verdict(void **state)
+{
+	const unsigned depth = 40;
+	enum fast_use use;
+	struct rs_walk w;
+
+	for (size_t gap = 0; gap <= 1; gap++) {
+		for (unsigned s = 0; s <= 3; s++) {
+			for (int pc = 0; pc <= 1; pc++) {
+				/*
+				 * The whole trace: the interrupted pc, the frames and the
+				 * entry frame, less those skipped, and END when reliable
+				 * (without a pc): depth + 2 - s words either way.
+				 */
+				size_t full = depth + 2 - s;
+
+				for (size_t cap = 0; cap <= full + 2; cap++) {
+					warm_common_stack(&w, depth, gap);
+					w.skip = s;
+					if (pc) {
+						w.pc = fpo[0].base + 3;
+						w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
+					}
+					check_walk(&w, cap);
+					w.flags = RELSTACK_CAPTURE_ABSOLUTE;
+					check_walk(&w, cap);
+					use = check_traced(&w, cap);
+					/*
+					 * With room for all, the fast walk's alone; it cuts its
+					 * window to the room in the array counting 16 bytes a
+					 * frame, so frames further apart are handed over.
+					 */
+					if (!pc && gap == 0)
+						assert_int_equal(use == FAST_FINISHED, cap >= full);
+					assert_int_equal(last_ref.n, cap < full ? cap : full);
+					assert_int_equal(!!(last_ref.v.reasons & RELSTACK_UNRELIABLE_TRUNCATED),
+							 cap < full);
+				}
+			}
+		}
+	}
+}
+
+/* ---- a signal handler changing the cache in the middle of a walk ---- */
+
+static struct rs_walk hwalk[2];
+static struct result href[2], hres;
+static _Atomic unsigned handler_runs;
+static volatile sig_atomic_t handler_differ;
+
+/*
+ * On the interrupted thread: walks of stacks of its own, taken in turn,
+ * each leaving the thread's cache other than the one before left it
+ * (another fast range, or another entry frame).
+ */
+static void on_timer(int sig)
+{
+	unsigned i = atomic_load_explicit(&handler_runs, memory_order_relaxed) % 2;
+
+	walk_with_fast(&hwalk[i], MAXW, &hres, false);
+	if (differ_at(&hwalk[i], MAXW, &hres, &href[i], false) < 0)
+		handler_differ++;
+	atomic_fetch_add_explicit(&handler_runs, 1, memory_order_relaxed);
+}
+
+/*
+ * Walk @w[0..nw) in turn, with a timer's handler walking on this thread
+ * as often as the system lets it, until @want walks were interrupted (a
+ * count of signals, not of time).  Returns that count; *bad counts walks
+ * that differ from @ref.
+ */
+static unsigned interrupt_walks(const struct rs_walk *w, const struct result *ref, unsigned nw, unsigned want,
+				unsigned *iters, unsigned *bad)
+{
+	static struct result f;
+	struct sigaction sa, old;
+	struct itimerval it = { { 0, 20 }, { 0, 20 } }, off = { { 0, 0 }, { 0, 0 } };
+	unsigned interrupted = 0, i = 0;
+
+	*bad = 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_timer;
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	for (*iters = 0; interrupted < want && *iters < 200000000u; (*iters)++, i = (i + 1) % nw) {
+		unsigned before = atomic_load_explicit(&handler_runs, memory_order_relaxed);
+
+		atomic_signal_fence(memory_order_seq_cst);
+		walk_with_fast(&w[i], ref[i].n + 2, &f, false);
+		atomic_signal_fence(memory_order_seq_cst);
+		interrupted += atomic_load_explicit(&handler_runs, memory_order_relaxed) != before;
+		if (differ_at(&w[i], ref[i].n + 2, &f, &ref[i], false) < 0 && (*bad)++ == 0)
+			report("interrupted walk differs", &w[i], ref[i].n + 2, &f, &ref[i]);
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	return interrupted;
+}
+
+static void handler_changing_the_cache_mid_walk_changes_no_word(void **state)
+{
+	static struct result ref[3];
+	struct rs_walk w[3];
+	unsigned interrupted, iters, bad;
+	size_t e;
+
+#ifdef UNDER_TSAN
+	fprintf(stderr, "skipped: ThreadSanitizer defers signals to its interceptors, so no handler "
+		"can run inside a walk\n");
+	skip();
+#endif
+	/* the handler's stacks, in their own image */
+	memset(himg.w, 0, STACK_WORDS * sizeof(uintptr_t));
+	common_stack(&himg, 4, 12, &fpo[nfp - 1], 0, entry_ra[1]);
+	common_stack(&himg, 1000, 12, &fpo[0], 1, entry_ra[1]);
+	walk_of(&hwalk[0], &himg, 4);
+	walk_of(&hwalk[1], &himg, 1000);
+	hwalk[1].flags = RELSTACK_CAPTURE_ABSOLUTE;
+	for (int i = 0; i < 2; i++) {
+		walk_complete(&hwalk[i], MAXW, &href[i]);
+		assert_int_equal(href[i].v.reasons, 0);
+	}
+	/*
+	 * The interrupted walks: a long common stack; the same leaving the
+	 * cached object near its end (handed over, resumed); and one skipping
+	 * the recorder's frame in another object.
+	 */
+	memset(img.w, 0, STACK_WORDS * sizeof(uintptr_t));
+	e = common_stack(&img, 4, 250, &fpo[0], 0, entry_ra[0]);
+	walk_of(&w[0], &img, 4);
+	common_stack(&img, e + 8, 250, &fpo[0], 0, entry_ra[0]);
+	img.w[e + 8 + 2 * 200 + 1] = nofp_ra;
+	walk_of(&w[1], &img, e + 8);
+	w[1].flags = RELSTACK_CAPTURE_ABSOLUTE;
+	e = common_stack(&img, 2 * e + 16, 200, &fpo[0], 1, entry_ra[0]);
+	walk_of(&w[2], &img, 2 * e + 16 - e);
+	img.w[(w[2].fp - slot(&img, 0)) / 8 + 1] = pass_ra;
+	w[2].skip = 1;
+	for (int i = 0; i < 3; i++) {
+		walk_complete(&w[i], MAXW, &ref[i]);
+		check_walk(&w[i], MAXW);
+	}
+	assert_int_equal(ref[0].v.reasons, 0);
+	assert_int_equal(ref[1].v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT);
+	assert_int_equal(ref[2].v.reasons, 0);
+
+	interrupted = interrupt_walks(w, ref, 3, 300, &iters, &bad);
+	fprintf(stderr, "long stacks: %u walks, %u interrupted by a handler that walked\n", iters, interrupted);
+	assert_int_equal(bad, 0);
+	assert_int_equal(handler_differ, 0);
+	assert_true(interrupted >= 300);
+
+	/*
+	 * Short stacks, and a handler that changes only the entry frame (two
+	 * stacks in the same object, each ending at another return address
+	 * into the C runtime): most walks are then at their entry frame when
+	 * the handler runs, where the cache is read last.
+	 */
+	memset(himg.w, 0, STACK_WORDS * sizeof(uintptr_t));
+	common_stack(&himg, 4, 2, &fpo[0], 0, entry_ra[1]);
+	common_stack(&himg, 100, 2, &fpo[0], 0, entry_ra[0]);
+	walk_of(&hwalk[0], &himg, 4);
+	walk_of(&hwalk[1], &himg, 100);
+	for (int i = 0; i < 2; i++)
+		walk_complete(&hwalk[i], MAXW, &href[i]);
+	memset(img.w, 0, STACK_WORDS * sizeof(uintptr_t));
+	common_stack(&img, 4, 2, &fpo[0], 0, entry_ra[0]);
+	walk_of(&w[0], &img, 4);
+	w[1] = w[0];
+	w[1].flags = RELSTACK_CAPTURE_ABSOLUTE;
+	for (int i = 0; i < 2; i++) {
+		walk_complete(&w[i], 6, &ref[i]);
+		assert_int_equal(ref[i].v.reasons, 0);
+	}
+	interrupted = interrupt_walks(w, ref, 2, 5000, &iters, &bad);
+	fprintf(stderr, "short stacks: %u walks, %u interrupted by a handler that walked\n", iters, interrupted);
+	assert_int_equal(bad, 0);
+	assert_int_equal(handler_differ, 0);
+	assert_true(interrupted >= 5000);
+}
+
+/* ---- real stacks: both kinds of entry frame ---- */
+
+struct real_case {
+	unsigned compared, differ, capture_differ;
+	bool fast_finished;   /* a warm traced relstack_capture() was the fast walk's alone */
+	unsigned traced;      /* its words after the first the fast walk wrote (and kept) */
+	uint32_t full_reasons;
+	size_t full_n;
+};
+
+static struct real_case main_case, thread_case, chain_case;
+
+/*
+ * On a real stack, from the frame of this function: the fast and the
+ * complete walk, and relstack_capture() (whose own frame, above ours, is
+ * its first word, and is checked even when skipped).
+ */
+__attribute__((noinline)) void real_compare(void *arg)
+{
+	static __thread struct result f, ref;
+	static __thread uint64_t words[MAXW + 8];
+	struct real_case *rc = arg;
+	uintptr_t fp = rs_arch_frame_address();
+	uint32_t own = prog_fp ? 0 : RELSTACK_UNRELIABLE_NO_FP_OBJECT; /* relstack_capture()'s return address */
+	struct relstack_verdict v;
+	struct rs_thread_stack ts;
+	struct rs_walk w;
+	int n;
+
+	if (!rs_thread_stack_get(&ts))
+		return;
+	memset(&w, 0, sizeof(w));
+	w.fp = fp;
+	w.sp = fp;
+	w.stack = ts.stack;
+	w.alt = ts.alt;
+	w.entry_fp = ts.entry_fp;
+	w.main_top = rs_main_top;
+	walk_complete(&w, MAXW, &ref);
+	rc->full_n = ref.n;
+	rc->full_reasons = ref.v.reasons;
+	for (unsigned skip = 0; skip <= 3; skip++) {
+		for (unsigned flags = 0; flags <= RELSTACK_CAPTURE_ABSOLUTE; flags += RELSTACK_CAPTURE_ABSOLUTE) {
+			for (size_t cap = 0; cap <= rc->full_n + 3; cap++) {
+				w.skip = skip;
+				w.flags = flags;
+				walk_with_fast(&w, cap, &f, false);
+				walk_complete(&w, cap, &ref);
+				rc->compared++;
+				rc->differ += differ_at(&w, cap, &f, &ref, false) < 0;
+
+				/* relstack_capture(): one frame more than the walk from here */
+				n = relstack_capture(words, cap, skip, flags, &v);
+				w.skip = skip ? skip - 1 : 0;
+				if (skip || cap == 0) {
+					walk_complete(&w, cap, &ref);
+				} else {
+					walk_complete(&w, cap - 1, &ref);
+					memmove(ref.words + 1, ref.words, ref.n * sizeof(ref.words[0]));
+					ref.words[0] = words[0];
+					ref.n++;
+					ref.v.frames++;
+				}
+				if (!skip && cap == 0) {
+					ref.n = 0;
+					ref.v.reasons = RELSTACK_UNRELIABLE_TRUNCATED;
+					ref.v.frames = 0;
+				}
+				ref.v.reasons |= own;
+				if (n < 0 || (size_t)n != ref.n || v.reasons != ref.v.reasons ||
+				    v.frames != ref.v.frames || v.epoch != ref.v.epoch ||
+				    memcmp(words, ref.words, ref.n * sizeof(words[0])))
+					rc->capture_differ++;
+			}
+		}
+	}
+	/* warm now: traced, a reliable capture is the fast walk's alone */
+	tracer_arm();
+	n = relstack_capture(words, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &v);
+	tracer_disarm();
+	w.skip = 0;
+	w.flags = RELSTACK_CAPTURE_ABSOLUTE;
+	walk_complete(&w, MAXW, &ref);
+	rc->traced = 0;
+	if (n >= 2 && (size_t)n == ref.n + 1 && v.reasons == ref.v.reasons)
+		while (rc->traced + 1 < (unsigned)n && words[rc->traced + 1] == ref.words[rc->traced] + 1)
+			rc->traced++;
+	rc->fast_finished = v.reasons == 0 && rc->traced + 2 == (unsigned)n && words[n - 1] == RS_NATIVE_END;
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void *entry_thread(void *arg)
+{
+	if (relstack_thread_register() != 0)
+		return NULL;
+	real_compare(arg);
+	__asm__ volatile("" ::: "memory");
+	return arg;
+}
+
+__attribute__((noinline)) void chain_cb(void *arg)
+{
+	real_compare(arg);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void *chain_thread(void *arg)
+{
+	if (relstack_thread_register() != 0)
+		return NULL;
+	rs_unwind_fp_call(chain_cb, arg);
+	__asm__ volatile("" ::: "memory");
+	return arg;
+}
+
+static void run_thread(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	void *ret;
+
+	assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_ptr_equal(ret, arg);
+}
+
+static void check_real_case(const struct real_case *rc, const char *what)
+{
+	fprintf(stderr, "%s: %u walks of a %zu-word trace (reasons %#x), %u fast walks differ, %u captures "
+		"differ, warm capture %s by the fast walk alone (%u words after the first from it)\n", what,
+		rc->compared, rc->full_n, rc->full_reasons, rc->differ, rc->capture_differ,
+		rc->fast_finished ? "done" : "not done", rc->traced);
+	assert_true(rc->compared > 0);
+	assert_int_equal(rc->differ, 0);
+	assert_int_equal(rc->capture_differ, 0);
+}
+
+/*
+ * False, saying so, when the program keeps no frame pointers (a sanitizer
+ * runtime linked into it): its traces are then never reliable and the
+ * fast walk never caches it; only the equality above is checked.
+ */
+static bool traces_can_be_reliable(void)
+{
+	if (!prog_fp)
+		fprintf(stderr, "the program keeps no frame pointers: traces and fast walks not checked further\n");
+	return prog_fp;
+}
+
+static void main_thread_entry_below_libc_stack_end_is_found_by_both_walks(void **state)
+{
+	/* from real_compare's frame: main, __libc_start_call_main (it keeps junk in %rbp, near __libc_stack_end), END */
+	check_real_case(&main_case, "main thread");
+	if (!traces_can_be_reliable())
+		return;
+	assert_int_equal(main_case.full_reasons, 0);
+	assert_int_equal(main_case.full_n, 3);
+	assert_true(main_case.fast_finished);
+}
+
+static void thread_entry_at_start_thread_is_found_by_both_walks(void **state)
+{
+	memset(&thread_case, 0, sizeof(thread_case));
+	run_thread(entry_thread, &thread_case);
+	check_real_case(&thread_case, "thread");
+	if (!traces_can_be_reliable())
+		return;
+	/* entry_thread, start_thread, END (a sanitizer's thread start may add frames) */
+	if (thread_case.full_reasons == 0) {
+		assert_true(thread_case.full_n >= 3);
+		assert_true(thread_case.fast_finished);
+	}
+}
+
+static void thread_chain_through_a_library_is_resumed_and_equal(void **state)
+{
+	memset(&chain_case, 0, sizeof(chain_case));
+	run_thread(chain_thread, &chain_case);
+	check_real_case(&chain_case, "chain through librs_unwind_fp.so");
+	/* chain_cb, rs_unwind_fp_inner, rs_unwind_fp_call, chain_thread, start_thread, END */
+	if (!prog_fp)
+		skip();
+	assert_int_equal(chain_case.full_reasons, 0);
+	assert_true(chain_case.full_n >= 6);
+	/* a warm capture: the fast walk wrote chain_cb's word, then handed over at the library */
+	assert_false(chain_case.fast_finished);
+	assert_int_equal(chain_case.traced, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(complete_walk_of_this_test_never_takes_the_fast_path),
+		cmocka_unit_test(fast_walk_stopping_at_a_frame_it_does_not_decide_is_resumed_there),
+		cmocka_unit_test(cache_made_before_the_object_table_changed_is_not_used),
+		cmocka_unit_test(frames_to_skip_are_decided_by_the_fast_walk_when_the_cache_allows),
+		cmocka_unit_test(truncated_array_of_every_length_gives_the_same_words_and_verdict),
+		cmocka_unit_test(fast_walk_equals_complete_walk_on_random_stacks),
+		cmocka_unit_test(handler_changing_the_cache_mid_walk_changes_no_word),
+		cmocka_unit_test(main_thread_entry_below_libc_stack_end_is_found_by_both_walks),
+		cmocka_unit_test(thread_entry_at_start_thread_is_found_by_both_walks),
+		cmocka_unit_test(thread_chain_through_a_library_is_resumed_and_equal),
+	};
+
+	if (image_new(&img) || image_new(&himg) || find_objects()) {
+		fprintf(stderr, "setup failed: stack images, or objects not as the tests need them\n");
+		return 1;
+	}
+	real_compare(&main_case); /* before cmocka's runner is on the stack */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
