@@ -12,6 +12,18 @@
 #define rs_unlikely(x) __builtin_expect(!!(x), 0)
 
 /*
+ * Forced inlining for the capture path.  Not in unoptimised
+ * AddressSanitizer builds: there GCC 12 leaves the use-after-scope poison
+ * of a forcibly inlined function's locals on the stack after it returns,
+ * and later, unrelated frames trip over it.
+ */
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
+#define RS_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define RS_ALWAYS_INLINE inline
+#endif
+
+/*
  * FNV-1a, 32 bits: the checksum of persisted records.  It detects torn and
  * corrupted records; it is not meant to resist an attacker, who is stopped
  * by the reader's bounds checks instead.

@@ -17,7 +17,7 @@
  * addresses in no object, or SIZE_MAX when the table changed under the
  * pass (the words are then garbage and must be redone).
  */
-static inline __attribute__((always_inline)) size_t encode_pass(const uintptr_t *addrs, uint64_t *words,
+static RS_ALWAYS_INLINE size_t encode_pass(const uintptr_t *addrs, uint64_t *words,
 								size_t n, uint64_t *epoch)
 {
 	struct rs_objtab_view v;

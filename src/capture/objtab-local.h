@@ -93,7 +93,7 @@ static inline uint64_t rs_objtab_view_epoch(const struct rs_objtab_view *v)
  * 2: find the range holding @addr.  Returns false for an address in no
  * indexed object.  On success v->bias and v->slot_flags describe it.
  */
-static inline __attribute__((always_inline)) bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t addr)
+static RS_ALWAYS_INLINE bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t addr)
 {
 	const struct rs_index *ix = v->ix;
 	const struct rs_index_range *r;
