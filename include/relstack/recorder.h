@@ -133,14 +133,22 @@ RELSTACK_API int relstack_recorder__define_event(struct relstack_recorder *rec, 
 /* relstack_recorder__record*() flags */
 #define RELSTACK_RECORD_ABSOLUTE 0x1u /* absolute addresses (needs RELSTACK_RECORDER_ABSOLUTE) */
 #define RELSTACK_RECORD_NO_STACK 0x2u /* fields only */
+/*
+ * Outside signal handlers only: if a frame lies in no object the table
+ * knows (a library dlopen'd since the last scan), re-scan the loaded
+ * objects and capture again.  The re-scan takes a lock and makes system
+ * calls, but only when the loader's counters show a change.
+ */
+#define RELSTACK_RECORD_RESCAN 0x4u
 
 /*
  * Record the calling thread's stack (minus @skip frames of its callers
  * beyond the caller itself) as event @event_id, with @fields_size bytes of
  * @fields (the event's schema says what they are).
- * Async-signal-safe: no lock, no allocation, no system call (see
- * relstack_recorder__thread_init() for the thread's first record), bounded
- * work, errno preserved.  Returns 0, or a negative errno, the record then
+ * Async-signal-safe without RELSTACK_RECORD_RESCAN: no lock, no
+ * allocation, no system call (see relstack_recorder__thread_init() for the
+ * thread's first record), bounded work, errno preserved.  Returns 0, or a
+ * negative errno, the record then
  * counted as lost: -ENOSPC (stop mode: full; overwrite mode: the next
  * chunks all had a writer inside a record), -E2BIG (@fields_size is not the
  * event's size), -ENOENT (event not defined), -EPERM (absolute stack not

@@ -53,7 +53,7 @@ static inline __attribute__((always_inline)) int precheck(struct relstack_record
 
 	if (!rec)
 		return -EINVAL;
-	if (flags & ~(RELSTACK_RECORD_ABSOLUTE | RELSTACK_RECORD_NO_STACK))
+	if (flags & ~(RELSTACK_RECORD_ABSOLUTE | RELSTACK_RECORD_NO_STACK | RELSTACK_RECORD_RESCAN))
 		return refuse(rec, -EINVAL);
 	if ((flags & RELSTACK_RECORD_ABSOLUTE) && !(rec->flags & RELSTACK_RECORDER_ABSOLUTE))
 		return refuse(rec, -EPERM);
@@ -78,6 +78,11 @@ int relstack_recorder__record(struct relstack_recorder *rec, unsigned event_id, 
 		/* skip 1: the first word is the return address into our caller, not into us */
 		n = relstack_capture(words, RS_MAX_WORDS, 1,
 				     (flags & RELSTACK_RECORD_ABSOLUTE) ? RELSTACK_CAPTURE_ABSOLUTE : 0, &v);
+		/* An object loaded since the last scan: scan, and capture again from here. */
+		if (rs_unlikely((flags & RELSTACK_RECORD_RESCAN) && (v.reasons & RELSTACK_UNRELIABLE_UNKNOWN_TEXT)) &&
+		    relstack_objtab_refresh() > 0)
+			n = relstack_capture(words, RS_MAX_WORDS, 1,
+					     (flags & RELSTACK_RECORD_ABSOLUTE) ? RELSTACK_CAPTURE_ABSOLUTE : 0, &v);
 		if (n < 0)
 			n = 0;
 	}

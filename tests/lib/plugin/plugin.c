@@ -17,3 +17,12 @@ uintptr_t plugin_address(void)
 {
 	return (uintptr_t)&plugin_work;
 }
+
+PLUGIN_API void plugin_call(void (*fn)(void));
+
+/* Calls back through a frame of this object. */
+__attribute__((noinline)) void plugin_call(void (*fn)(void))
+{
+	fn();
+	__asm__ volatile("" ::: "memory"); /* keep this frame: no tail call */
+}
