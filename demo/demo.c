@@ -89,8 +89,7 @@ static __attribute__((noinline)) void serve(struct worker *w)
 
 static void *worker_main(void *arg)
 {
-	relstack_thread_register();        /* its stack range, for the unwinder */
-	relstack_recorder__thread_init();  /* its thread id, read once */
+	relstack_recorder__thread_init(); /* this thread's stack range and id, learnt once */
 	serve(arg);
 	return NULL;
 }
