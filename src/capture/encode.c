@@ -77,7 +77,8 @@ static __attribute__((noinline, cold)) size_t encode_slow(const uintptr_t *addrs
 
 size_t relstack_encode(const uintptr_t *addrs, uint64_t *words, size_t n, unsigned flags, uint64_t *epoch)
 {
-	size_t misses = encode_pass(addrs, words, n, epoch);
+	/* One address is common enough (a single pc) to get a copy of its own, without the loop. */
+	size_t misses = n == 1 ? encode_pass(addrs, words, 1, epoch) : encode_pass(addrs, words, n, epoch);
 
 	if (rs_likely(misses == 0))
 		return n;
