@@ -64,8 +64,8 @@ struct relstack_recorder_opts {
  * (RELSTACK_EVERSION) or damaged (RELSTACK_ECORRUPT) is left untouched.
  * One recorder per file at a time (EBUSY).  @opts may be NULL.  Takes the
  * object table's statedump if nobody has.  Where records can carry the
- * CPU's time stamp counter (docs/format.md, "Record times"), opening spends
- * 2 ms measuring its rate.
+ * CPU's time stamp counter (docs/format.md, "Record times"), the first
+ * open of a process spends 2 ms measuring its rate; later opens reuse it.
  * Returns NULL and sets errno on failure.  Not async-signal-safe.
  */
 RELSTACK_API struct relstack_recorder *relstack_recorder__open(const char *path,

@@ -21,16 +21,22 @@
  * so records before the last anchor are interpolated between two readings
  * of both clocks, and those after it (a writer killed without a flush)
  * extrapolated with the last slope.  tsc_hz is measured over
- * RS_CALIBRATE_NS at the start, each end bracketed by two counter reads;
- * the error of the pair is a few tens of ns, so the rate is good to about
- * 10^-5 (36 ms an hour) until the first anchor.
+ * RS_CALIBRATE_NS, each end bracketed by two counter reads; the error of
+ * the pair is a few tens of ns, so the rate is good to about 10^-5 (36 ms
+ * an hour) until the first anchor.  The rate is the CPU's and constant
+ * (constant_tsc), so a process measures it at its first run and its later
+ * runs reuse it: opening a recorder spins for 2 ms once per process, not
+ * once per open.
  *
  * When the counter may stand for the clock: the CPU says its rate is
  * constant and it does not stop in idle states (constant_tsc and
  * nonstop_tsc in /proc/cpuinfo), and the kernel itself uses it as its
  * clocksource - which it does only after finding the counters of all CPUs
  * in step, something neither flag promises.  Otherwise, and when a test
- * asks (rs_clock_no_tsc), records carry CLOCK_MONOTONIC as before.
+ * asks (rs_clock_no_tsc), records carry CLOCK_MONOTONIC as before.  The
+ * flags are the CPU's and read once with the rate; the clocksource is asked
+ * at every run, since the kernel may give the counter up (it does when it
+ * finds the CPUs out of step).
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -84,16 +90,19 @@ static bool has_word(const char *line, const char *w)
 	return false;
 }
 
-static bool tsc_usable(void)
+static bool kernel_uses_tsc(void)
 {
-	char buf[8192], cs[32]; /* the first CPU's block of /proc/cpuinfo is a few KiB */
+	char cs[32];
+
+	return read_small("/sys/devices/system/clocksource/clocksource0/current_clocksource", cs, sizeof(cs)) &&
+	       strcmp(cs, "tsc\n") == 0;
+}
+
+static bool cpu_tsc_flags(void)
+{
+	char buf[8192]; /* the first CPU's block of /proc/cpuinfo is a few KiB */
 	char *flags, *eol;
 
-	if (rs_clock_no_tsc)
-		return false;
-	if (!read_small("/sys/devices/system/clocksource/clocksource0/current_clocksource", cs, sizeof(cs)) ||
-	    strcmp(cs, "tsc\n") != 0)
-		return false;
 	if (!read_small("/proc/cpuinfo", buf, sizeof(buf)))
 		return false;
 	flags = strstr(buf, "\nflags");
@@ -121,30 +130,58 @@ static void both_clocks(uint64_t *tsc, uint64_t *ns)
 	}
 }
 
+/* The counter's rate in Hz, over RS_CALIBRATE_NS from now; 0 if the counter went back. */
+static uint64_t measure_rate(void)
+{
+	__extension__ typedef unsigned __int128 u128;
+	uint64_t t0, m0, t1, m1;
+
+	both_clocks(&t0, &m0);
+	do
+		both_clocks(&t1, &m1);
+	while (m1 - m0 < RS_CALIBRATE_NS);
+	if (t1 <= t0)
+		return 0;
+	return (uint64_t)((u128)(t1 - t0) * 1000000000u / (m1 - m0));
+}
+
+#define RATE_UNKNOWN 0u
+#define RATE_NONE 1u /* the CPU's flags rule the counter out (no real rate is this low) */
+
+/*
+ * The process's counter rate: measured once, at its first run that could
+ * use the counter.  Two threads that open recorders at once may both
+ * measure; either result is as good (relaxed: the value is all there is).
+ */
+static _Atomic uint64_t process_rate;
+
+static uint64_t tsc_rate(void)
+{
+	uint64_t hz = atomic_load_explicit(&process_rate, memory_order_relaxed);
+
+	if (hz == RATE_UNKNOWN) {
+		hz = cpu_tsc_flags() ? measure_rate() : RATE_NONE;
+		if (hz != RATE_UNKNOWN) /* a counter that went back is measured again at the next run */
+			atomic_store_explicit(&process_rate, hz, memory_order_relaxed);
+	}
+	return hz;
+}
+
 void rs_clock_pick(struct rs_run_head *h)
 {
-	uint64_t t1, m1;
+	uint64_t hz;
 
 	h->clock = RS_CLOCK_MONOTONIC;
 	h->tsc_start = 0;
 	h->tsc_hz = 0;
 	h->monotonic_ns = rs_clock_ns(CLOCK_MONOTONIC);
-	if (!tsc_usable())
+	if (rs_clock_no_tsc || !kernel_uses_tsc())
 		return;
+	hz = tsc_rate();
+	if (hz < RS_TSC_HZ_MIN || hz > RS_TSC_HZ_MAX)
+		return; /* ruled out, a counter that went back, or a rate no reader accepts */
 	both_clocks(&h->tsc_start, &h->monotonic_ns);
-	do
-		both_clocks(&t1, &m1);
-	while (m1 - h->monotonic_ns < RS_CALIBRATE_NS);
-	if (t1 <= h->tsc_start) {
-		h->monotonic_ns = m1;
-		h->tsc_start = 0;
-		return; /* a counter that went back: not a clock */
-	}
-	{
-		__extension__ typedef unsigned __int128 u128;
-
-		h->tsc_hz = (uint64_t)((u128)(t1 - h->tsc_start) * 1000000000u / (m1 - h->monotonic_ns));
-	}
+	h->tsc_hz = hz;
 	h->clock = RS_CLOCK_TSC;
 }
 

@@ -109,6 +109,28 @@ static void record_times_read_back_as_clock_monotonic_with_either_run_clock(void
 	}
 }
 
+static void runs_after_the_first_reuse_the_counter_rate_the_process_measured(void **state)
+{
+	struct relstack_recorder *rec = relstack_recorder__open(path, NULL);
+	uint64_t hz, start;
+
+	assert_non_null(rec);
+	if (rec->run->clock != RS_CLOCK_TSC) {
+		relstack_recorder__close(rec);
+		print_message("# skipped: records carry CLOCK_MONOTONIC here (the counter cannot stand for it)\n");
+		skip();
+	}
+	hz = rec->run->tsc_hz;
+	start = rec->run->tsc_start;
+	relstack_recorder__close(rec);
+	rec = relstack_recorder__open(path, NULL);
+	assert_non_null(rec);
+	assert_int_equal(rec->run->clock, RS_CLOCK_TSC);
+	assert_true(rec->run->tsc_hz == hz);      /* not measured again ... */
+	assert_true(rec->run->tsc_start > start); /* ... but the run has its own starting moment */
+	relstack_recorder__close(rec);
+}
+
 static void counter_ticks_convert_by_the_anchor_and_a_bad_anchor_is_ignored(void **state)
 {
 	struct rs_run_head h;
@@ -155,6 +177,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(record_times_read_back_as_clock_monotonic_with_either_run_clock, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(runs_after_the_first_reuse_the_counter_rate_the_process_measured, setup,
 						teardown),
 		cmocka_unit_test(counter_ticks_convert_by_the_anchor_and_a_bad_anchor_is_ignored),
 	};

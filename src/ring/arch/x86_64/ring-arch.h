@@ -13,7 +13,7 @@
  *                     CPU check is needed.
  *
  * Whether the counter can stand for CLOCK_MONOTONIC is decided once, when
- * a run starts (recorder.c), never here.
+ * a run starts (ring-clock.c), never here.
  */
 #ifndef RELSTACK_RING_ARCH_H
 #define RELSTACK_RING_ARCH_H
