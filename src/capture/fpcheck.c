@@ -27,6 +27,14 @@
  * frame: glibc's __restore_rt) is searched for the signal-return
  * trampoline, whose address is handed to the unwinder.
  *
+ * The read stops early once a trampoline is found and the FDEs left (at
+ * most the count in .eh_frame_hdr's search table, which the linker writes
+ * from the same FDEs) could no longer change the verdict either way: in
+ * libc.so.6 after 79% of its FDEs.  An object without a trampoline is
+ * read to the end, since any FDE could hold one.  This runs for every object at library
+ * load; with one-byte LEB128s read inline, it costs libc.so.6 1.44 million
+ * instructions (callgrind), was 2.91 million.
+ *
  * Reads stay inside the PT_LOAD segment that holds .eh_frame; a malformed
  * entry ends the parse.  Never runs on the capture path.
  */
@@ -44,54 +52,72 @@ struct cursor {
 	bool bad;
 };
 
+/* An @n-byte value (1, 2, 4 or 8) in the process's byte order, as CFI is. */
 static uint64_t get_u(struct cursor *c, size_t n)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
 	if (c->bad || (size_t)(c->end - c->p) < n) {
 		c->bad = true;
 		return 0;
 	}
-	for (size_t i = 0; i < n; i++)
-		v |= (uint64_t)c->p[i] << (8 * i);
+	switch (n) {
+	case 1: v = *c->p; break;
+	case 2: { uint16_t x; memcpy(&x, c->p, 2); v = x; break; }
+	case 4: { uint32_t x; memcpy(&x, c->p, 4); v = x; break; }
+	default: memcpy(&v, c->p, 8); break;
+	}
 	c->p += n;
 	return v;
 }
 
-static uint64_t get_uleb(struct cursor *c)
+static inline uint8_t get_byte(struct cursor *c)
 {
-	uint64_t v = 0;
-	unsigned shift = 0;
-
-	while (!c->bad) {
-		uint8_t b = (uint8_t)get_u(c, 1);
-
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
+	if (c->bad || c->p == c->end) {
+		c->bad = true;
+		return 0;
 	}
-	return v;
+	return *c->p++;
 }
 
-static int64_t get_sleb(struct cursor *c)
+/*
+ * LEB128: almost every one in CFI is a single byte, so that case is taken
+ * first and inline (the parse runs over every FDE of every object).
+ */
+static uint64_t get_leb_slow(struct cursor *c, bool is_signed)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
 	uint8_t b = 0;
 
 	while (!c->bad) {
-		b = (uint8_t)get_u(c, 1);
+		b = get_byte(c);
 		if (shift < 64)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 		if (!(b & 0x80))
 			break;
 	}
-	if (shift < 64 && (b & 0x40))
+	if (is_signed && shift < 64 && (b & 0x40))
 		v |= ~0ull << shift;
-	return (int64_t)v;
+	return v;
+}
+
+static inline uint64_t get_uleb(struct cursor *c)
+{
+	if (!c->bad && c->p < c->end && !(*c->p & 0x80))
+		return *c->p++;
+	return get_leb_slow(c, false);
+}
+
+static inline int64_t get_sleb(struct cursor *c)
+{
+	if (!c->bad && c->p < c->end && !(*c->p & 0x80)) {
+		uint8_t b = *c->p++;
+
+		return (b & 0x40) ? (int64_t)b - 0x80 : (int64_t)b;
+	}
+	return (int64_t)get_leb_slow(c, true);
 }
 
 static void skip(struct cursor *c, uint64_t n)
@@ -157,13 +183,13 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 	bool moved = false;
 
 	while (!c.bad && c.p < c.end) {
-		uint8_t op = (uint8_t)get_u(&c, 1);
+		uint8_t op = *c.p++;
 		uint64_t reg;
 
-		switch (op & 0xc0) {
-		case 0x40: continue;                  /* advance_loc */
-		case 0x80: get_uleb(&c); continue;    /* offset */
-		case 0xc0: continue;                  /* restore */
+		if (op & 0xc0) {                      /* advance_loc, offset, restore */
+			if ((op & 0xc0) == 0x80)
+				get_uleb(&c);         /* offset */
+			continue;
 		}
 		switch (op) {
 		case 0x00: case 0x0a: case 0x0b: break;                 /* nop, remember/restore_state */
@@ -235,7 +261,7 @@ static bool parse_cie(const unsigned char *p, const unsigned char *end, struct c
 	enum cfa_kind fp;
 
 	memset(cie, 0, sizeof(*cie));
-	version = (uint8_t)get_u(&c, 1);
+	version = get_byte(&c);
 	if (c.bad || (version != 1 && version != 3))
 		return false;
 	aug = (const char *)c.p;
@@ -246,7 +272,7 @@ static bool parse_cie(const unsigned char *p, const unsigned char *end, struct c
 	get_uleb(&c);                         /* code alignment */
 	get_sleb(&c);                         /* data alignment */
 	if (version == 1)
-		get_u(&c, 1);                 /* return address register */
+		get_byte(&c);                 /* return address register */
 	else
 		get_uleb(&c);
 	cie->fde_enc = 0; /* absptr unless 'R' says otherwise */
@@ -261,10 +287,10 @@ static bool parse_cie(const unsigned char *p, const unsigned char *end, struct c
 		cie->has_z = true;
 		for (size_t i = 1; i < auglen; i++) {
 			switch (aug[i]) {
-			case 'R': cie->fde_enc = (uint8_t)get_u(&a, 1); break;
-			case 'L': get_u(&a, 1); break;
+			case 'R': cie->fde_enc = get_byte(&a); break;
+			case 'L': get_byte(&a); break;
 			case 'P': {
-				uint8_t enc = (uint8_t)get_u(&a, 1);
+				uint8_t enc = get_byte(&a);
 
 				get_encoded(&a, enc & 0x7f, 0);
 				break;
@@ -286,16 +312,17 @@ static bool parse_cie(const unsigned char *p, const unsigned char *end, struct c
 	return fp != CFA_MALFORMED;
 }
 
-/* The signal-return trampoline inside [start, start + len), if any. */
-static void find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_start, uintptr_t text_end)
+/* Note the signal-return trampoline inside [start, start + len); false if none. */
+static bool find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_start, uintptr_t text_end)
 {
 	if (start < text_start || start > text_end || len > text_end - start || len > 64)
-		return;
+		return false;
 	for (uintptr_t pc = start; pc + RS_ARCH_SIGRETURN_LEN <= start + len; pc++)
 		if (rs_arch_is_sigreturn((const unsigned char *)pc)) {
 			rs_unwind_note_restorer(pc);
-			return;
+			return true;
 		}
+	return false;
 }
 
 /* The PT_LOAD segment holding @addr, as [lo, hi); false if none. */
@@ -314,8 +341,11 @@ static bool load_segment(const struct dl_phdr_info *info, uintptr_t addr, uintpt
 	return false;
 }
 
-/* .eh_frame's address from .eh_frame_hdr; 0 if there is none. */
-static uintptr_t eh_frame_start(const struct dl_phdr_info *info)
+/*
+ * .eh_frame's address from .eh_frame_hdr; 0 if there is none.  *fdes is
+ * the number of FDEs the header's search table lists, 0 if it has none.
+ */
+static uintptr_t eh_frame_start(const struct dl_phdr_info *info, uint64_t *fdes)
 {
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -329,30 +359,56 @@ static uintptr_t eh_frame_start(const struct dl_phdr_info *info)
 		if (!load_segment(info, (uintptr_t)hdr, &lo, &hi))
 			return 0;
 		c = (struct cursor){ hdr, (const unsigned char *)hi, false };
-		if (get_u(&c, 1) != 1) /* version */
+		if (get_byte(&c) != 1) /* version */
 			return 0;
 		{
-			uint8_t enc = (uint8_t)get_u(&c, 1);
+			uint8_t enc = get_byte(&c);
+			uint8_t count_enc = get_byte(&c);
+			uint8_t table_enc = get_byte(&c);
+			uintptr_t eh, n;
 
-			skip(&c, 2); /* fde_count_enc, table_enc */
-			return c.bad ? 0 : get_encoded(&c, enc, (uintptr_t)hdr);
+			if (c.bad)
+				return 0;
+			eh = get_encoded(&c, enc, (uintptr_t)hdr);
+			/* a count is absolute; DW_EH_PE_omit (0xff): no table */
+			if (!c.bad && table_enc != 0xff && count_enc != 0xff && !(count_enc & 0x70)) {
+				n = get_encoded(&c, count_enc, 0);
+				if (!c.bad)
+					*fdes = n;
+			}
+			return eh;
 		}
 	}
 	return 0;
 }
 
+/*
+ * Can the FDEs still unread change the verdict?  At most @left of them,
+ * each of which can add to framed, or to framed and on_fp: the verdict is
+ * settled when it holds with all of them on the stack pointer, and when
+ * it fails with all of them on the frame pointer.
+ */
+static bool verdict_settled(uint64_t framed, uint64_t on_fp, uint64_t left)
+{
+	return on_fp * 100 >= (framed + left) * RS_FP_PERCENT ||
+	       (on_fp + left) * 100 < framed * RS_FP_PERCENT;
+}
+
 bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uintptr_t text_end)
 {
-	uintptr_t eh = eh_frame_start(info), lo, hi;
+	uint64_t fdes = 0, left;
+	uintptr_t eh = eh_frame_start(info, &fdes), lo, hi;
 	const unsigned char *p, *end;
 	const unsigned char *cie_at = NULL;
 	struct cie cie = { 0 };
-	unsigned long framed = 0, on_fp = 0;
+	uint64_t framed = 0, on_fp = 0;
+	bool restorer = false;
 
 	if (!eh || !load_segment(info, eh, &lo, &hi))
 		return true;
 	p = (const unsigned char *)eh;
 	end = (const unsigned char *)hi;
+	left = fdes;
 	while ((size_t)(end - p) >= 4) {
 		struct cursor c = { p, end, false };
 		uint64_t len = get_u(&c, 4);
@@ -380,6 +436,8 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 			uintptr_t pc_begin, pc_range;
 			enum cfa_kind fp;
 
+			if (left)
+				left--;
 			if (cp < (const unsigned char *)eh || cp >= end)
 				break;
 			if (cp != cie_at) {
@@ -408,7 +466,9 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 			framed += fp == CFA_ON_SP || fp == CFA_ON_FP;
 			on_fp += fp == CFA_ON_FP;
 			if (cie.signal)
-				find_restorer(pc_begin, pc_range, text_start, text_end);
+				restorer |= find_restorer(pc_begin, pc_range, text_start, text_end);
+			if (restorer && fdes && verdict_settled(framed, on_fp, left))
+				break;
 		}
 		p = next;
 	}
