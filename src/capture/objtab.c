@@ -79,6 +79,15 @@ struct mirror {
 	bool used;
 };
 
+/* One indexed range of code: [start, end) in this process, belonging to @slot. */
+struct rs_range {
+	uintptr_t start;
+	uintptr_t end;
+	uintptr_t bias;
+	uint32_t slot;
+	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
+};
+
 /* What a scan found of one object. */
 struct found {
 	uintptr_t bias;
@@ -197,6 +206,24 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 		return 0; /* nothing a stack can point into */
 	f->start = info->dlpi_addr + f->obj.text_vaddr;
 	f->end = f->start + f->obj.text_size;
+
+	/*
+	 * An object the table already holds (same place, same segment, same
+	 * build-id) keeps its path and flags: a re-scan after one dlopen does
+	 * not resolve every path and parse every .eh_frame again.
+	 */
+	for (unsigned i = 0; i < T.capacity; i++) {
+		const struct relstack_object *o = &T.slot[i];
+
+		if (o->state == RELSTACK_OBJECT_LOADED && T.bias[i] == f->bias && o->text_vaddr == f->obj.text_vaddr &&
+		    o->text_size == f->obj.text_size && o->build_id_len == f->obj.build_id_len &&
+		    memcmp(o->build_id, f->obj.build_id, o->build_id_len) == 0) {
+			memcpy(f->obj.path, o->path, sizeof(f->obj.path));
+			f->obj.flags = o->flags;
+			T.nscan++;
+			return 0;
+		}
+	}
 
 	if (*nth == 1) {
 		char exe[4096];
@@ -416,8 +443,8 @@ static uint64_t horizon(void)
 	bool any = false;
 
 	for (unsigned i = 0; i < RS_OBJTAB_HOLDERS; i++) {
-		if (!atomic_load_explicit(&T.holder_used[i], memory_order_acquire))
-			continue;
+		if (!atomic_load_explicit(&T.holder_used[i], memory_order_relaxed))
+			continue; /* stable: T.lock is held */
 		uint64_t v = atomic_load_explicit(&T.holder[i], memory_order_relaxed);
 
 		any = true;
@@ -527,11 +554,6 @@ int rs_objtab_scan(bool force)
 	return ret;
 }
 
-bool rs_objtab_ready(void)
-{
-	return atomic_load_explicit(&rs_latch.seq, memory_order_acquire) != 0;
-}
-
 int rs_objtab_reset(unsigned capacity)
 {
 	int ret;
@@ -558,18 +580,25 @@ __attribute__((constructor)) static void objtab_statedump(void)
 
 /* ---- holders and mirrors ---- */
 
+/*
+ * Holders come and go under T.lock, which horizon() also holds: a scan
+ * never sees a holder half set up.  Only the horizon itself moves without
+ * the lock (rs_objtab_hold_update(), from the recorder's write path).
+ */
 int rs_objtab_hold(uint64_t h)
 {
-	for (unsigned i = 0; i < RS_OBJTAB_HOLDERS; i++) {
-		bool expect = false;
+	int id = -ENOSPC;
 
+	pthread_mutex_lock(&T.lock);
+	for (unsigned i = 0; i < RS_OBJTAB_HOLDERS && id < 0; i++) {
+		if (atomic_load_explicit(&T.holder_used[i], memory_order_relaxed))
+			continue;
 		atomic_store_explicit(&T.holder[i], h, memory_order_relaxed);
-		if (atomic_compare_exchange_strong(&T.holder_used[i], &expect, true)) {
-			atomic_store_explicit(&T.holder[i], h, memory_order_relaxed);
-			return (int)i;
-		}
+		atomic_store_explicit(&T.holder_used[i], true, memory_order_relaxed);
+		id = (int)i;
 	}
-	return -ENOSPC;
+	pthread_mutex_unlock(&T.lock);
+	return id;
 }
 
 void rs_objtab_hold_update(int id, uint64_t h)
@@ -580,8 +609,11 @@ void rs_objtab_hold_update(int id, uint64_t h)
 
 void rs_objtab_release(int id)
 {
-	if (id >= 0 && id < RS_OBJTAB_HOLDERS)
-		atomic_store_explicit(&T.holder_used[id], false, memory_order_release);
+	if (id < 0 || id >= RS_OBJTAB_HOLDERS)
+		return;
+	pthread_mutex_lock(&T.lock);
+	atomic_store_explicit(&T.holder_used[id], false, memory_order_relaxed);
+	pthread_mutex_unlock(&T.lock);
 }
 
 int rs_objtab_mirror_attach(void *mem, size_t size, unsigned capacity, bool with_addresses)

@@ -24,15 +24,6 @@
 /* Capacity of the in-process table: every slot index the native word can name. */
 #define RS_OBJTAB_SLOTS 1023u
 
-/* One indexed range of code: [start, end) in this process, belonging to @slot. */
-struct rs_range {
-	uintptr_t start;
-	uintptr_t end;
-	uintptr_t bias;
-	uint32_t slot;
-	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
-};
-
 /*
  * Result of a lookup.  found == false: the address lies in no indexed
  * object (or the table kept changing, counted as busy).
@@ -55,9 +46,6 @@ RS_HIDDEN bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out);
  * from a signal handler.  Returns slots changed or -errno.
  */
 RS_HIDDEN int rs_objtab_scan(bool force);
-
-/* True once the statedump has been taken. */
-RS_HIDDEN bool rs_objtab_ready(void);
 
 /*
  * Test hook: drop every slot and limit the table to @capacity slots
