@@ -47,6 +47,7 @@ static void print_walltime(FILE *f, uint64_t ns)
 	fprintf(f, "%s.%09" PRIu64 "Z", buf, (uint64_t)(ns % 1000000000u));
 }
 
+/* A string from the file, quoted and escaped (JSON rules; also for text: never raw). */
 static void json_string(FILE *f, const char *s, size_t max)
 {
 	fputc('"', f);
@@ -63,12 +64,6 @@ static void json_string(FILE *f, const char *s, size_t max)
 	fputc('"', f);
 }
 
-/* Text strings from a file are shown escaped, never raw. */
-static void text_string(FILE *f, const char *s, size_t max)
-{
-	json_string(f, s, max);
-}
-
 static const char *basename_of(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -76,30 +71,21 @@ static const char *basename_of(const char *path)
 	return b ? b + 1 : path;
 }
 
-static void reasons_text(FILE *f, uint32_t reasons)
+/* The verdict's reasons by name: "a,b" in text, ["a","b"] in JSON. */
+static void print_reasons(FILE *f, uint32_t reasons, bool json)
 {
 	bool first = true;
 
+	if (json)
+		fputc('[', f);
 	for (unsigned b = 0; b < 32; b++) {
 		if (!(reasons & (1u << b)))
 			continue;
-		fprintf(f, "%s%s", first ? "" : ",", relstack_reason_string(1u << b));
+		fprintf(f, json ? "%s\"%s\"" : "%s%s", first ? "" : ",", relstack_reason_string(1u << b));
 		first = false;
 	}
-}
-
-static void reasons_json(FILE *f, uint32_t reasons)
-{
-	bool first = true;
-
-	fputc('[', f);
-	for (unsigned b = 0; b < 32; b++) {
-		if (!(reasons & (1u << b)))
-			continue;
-		fprintf(f, "%s\"%s\"", first ? "" : ",", relstack_reason_string(1u << b));
-		first = false;
-	}
-	fputc(']', f);
+	if (json)
+		fputc(']', f);
 }
 
 /* ---- fields ---- */
@@ -183,7 +169,7 @@ static void print_fields(FILE *f, const struct relstack_record *rec, bool json)
 				fprintf(f, "(SIG%s)", sigabbrev_np((int)s));
 			break;
 		case RELSTACK_FIELD_STRING:
-			(json ? json_string : text_string)(f, (const char *)p, fd->size);
+			json_string(f, (const char *)p, fd->size);
 			break;
 		default:
 			fputc('"', f);
@@ -231,12 +217,12 @@ static void info_objects(struct relstack_reader *r, enum relstack_run_which w)
 		       o.base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
 		if (o.build_id_len) {
 			print_hex(stdout, o.build_id, o.build_id_len);
-			printf("%*s", (int)(40 - 2 * o.build_id_len > 0 ? 40 - 2 * o.build_id_len : 0), "");
+			printf("%*s", 2 * o.build_id_len < 40 ? (int)(40 - 2 * o.build_id_len) : 0, "");
 		} else {
 			printf("%-40s", "-");
 		}
 		printf(" ");
-		text_string(stdout, o.path, sizeof(o.path));
+		json_string(stdout, o.path, sizeof(o.path));
 		printf("  text 0x%" PRIx64 "+0x%" PRIx64 ", epochs %" PRIu64 "..", o.text_vaddr, o.text_size,
 		       o.load_epoch);
 		if (o.unload_epoch)
@@ -288,7 +274,7 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 	printf("run: %s, generation %" PRIu64 ", id ", run_name(o->run), ri.generation);
 	print_hex(stdout, ri.run_id, sizeof(ri.run_id));
 	printf("\n  process: pid %u, ", ri.pid);
-	text_string(stdout, ri.comm, sizeof(ri.comm));
+	json_string(stdout, ri.comm, sizeof(ri.comm));
 	printf("\n  state: %s\n", ri.state == RELSTACK_RUN_CLOSED ? "closed" :
 	       "active (still being written, or its writer died without closing it)");
 	printf("  started: ");
@@ -366,35 +352,33 @@ static int cmp_rec(const void *a, const void *b)
 }
 
 /* The run's objects, read once. */
+struct slot {
+	struct relstack_object obj;
+	uint64_t load;  /* load address, if the run keeps them */
+	int state;      /* 0 ok, else the error of relstack_reader__object() */
+	int handle;     /* symbolizer handle, -1 none yet */
+};
+
 struct objects {
 	unsigned n;
-	struct relstack_object *obj;
-	uint64_t *load;
-	int *state;     /* 0 ok, else the error of relstack_reader__object() */
-	int *handle;    /* symbolizer handle, -1 none yet */
+	struct slot *slot;
 };
 
 static void objects_load(struct relstack_reader *r, enum relstack_run_which w, struct objects *os)
 {
 	os->n = relstack_reader__object_count(r, w);
-	os->obj = calloc(os->n ? os->n : 1, sizeof(*os->obj));
-	os->load = calloc(os->n ? os->n : 1, sizeof(*os->load));
-	os->state = calloc(os->n ? os->n : 1, sizeof(*os->state));
-	os->handle = calloc(os->n ? os->n : 1, sizeof(*os->handle));
-	if (!os->obj || !os->load || !os->state || !os->handle)
+	os->slot = calloc(os->n ? os->n : 1, sizeof(*os->slot));
+	if (!os->slot)
 		rs_tool_input_error("out of memory");
 	for (unsigned s = 0; s < os->n; s++) {
-		os->state[s] = relstack_reader__object(r, w, s, &os->obj[s], &os->load[s], NULL);
-		os->handle[s] = -1;
+		os->slot[s].state = relstack_reader__object(r, w, s, &os->slot[s].obj, &os->slot[s].load, NULL);
+		os->slot[s].handle = -1;
 	}
 }
 
 static void objects_free(struct objects *os)
 {
-	free(os->obj);
-	free(os->load);
-	free(os->state);
-	free(os->handle);
+	free(os->slot);
 }
 
 /* A frame, decoded. */
@@ -412,12 +396,13 @@ static void decode_frame(struct relstack_reader *r, enum relstack_run_which w, c
 	if (rec->absolute) {
 		/* An absolute address: find the object that held it, by load address. */
 		for (unsigned s = 0; s < os->n; s++) {
-			const struct relstack_object *o = &os->obj[s];
+			const struct relstack_object *o = &os->slot[s].obj;
+			uint64_t load = os->slot[s].load;
 			uint64_t off;
 
-			if (os->state[s] || !os->load[s] || word < os->load[s])
+			if (os->slot[s].state || !load || word < load)
 				continue;
-			off = word - os->load[s];
+			off = word - load;
 			if (off < o->text_vaddr || off - o->text_vaddr >= o->text_size)
 				continue;
 			if (rec->epoch < o->load_epoch || (o->unload_epoch && rec->epoch >= o->unload_epoch))
@@ -434,8 +419,8 @@ static void decode_frame(struct relstack_reader *r, enum relstack_run_which w, c
 	}
 	relstack_word_decode(relstack_reader__format(r), word, &fr->e);
 	relstack_reader__check_entry(r, w, rec->epoch, &fr->e);
-	if (fr->e.kind == RELSTACK_ENTRY_OBJECT && fr->e.slot < os->n && os->state[fr->e.slot] == 0)
-		fr->obj = &os->obj[fr->e.slot];
+	if (fr->e.kind == RELSTACK_ENTRY_OBJECT && fr->e.slot < os->n && os->slot[fr->e.slot].state == 0)
+		fr->obj = &os->slot[fr->e.slot].obj;
 	else if (fr->e.kind == RELSTACK_ENTRY_OBJECT) {
 		fr->e.kind = RELSTACK_ENTRY_INVALID;
 		fr->e.reason = RELSTACK_REASON_BAD_SLOT_RECORD;
@@ -520,7 +505,7 @@ struct ctx {
 
 static bool resolve(struct ctx *c, const struct frame *fr, struct rs_sym *out)
 {
-	int *h = &c->os.handle[fr->e.slot];
+	int *h = &c->os.slot[fr->e.slot].handle;
 
 	out->reason = RS_SYM_NO_SOURCE;
 	if (!c->sym)
@@ -682,7 +667,7 @@ static void print_record(struct ctx *c, const struct relstack_record *rec, const
 		if (rec->has_stack) {
 			if (rec->reasons) {
 				printf(" unreliable(");
-				reasons_text(stdout, rec->reasons);
+				print_reasons(stdout, rec->reasons, false);
 				printf(")");
 			} else {
 				printf(" reliable");
@@ -701,7 +686,7 @@ static void print_record(struct ctx *c, const struct relstack_record *rec, const
 		json_string(stdout, evname, sizeof(evname));
 		printf(",\"has_stack\":%s,\"absolute\":%s,\"reliable\":%s,\"reasons\":", rec->has_stack ? "true" : "false",
 		       rec->absolute ? "true" : "false", rec->has_stack && !rec->reasons ? "true" : "false");
-		reasons_json(stdout, rec->reasons);
+		print_reasons(stdout, rec->reasons, true);
 		printf(",\"fields\":");
 		print_fields(stdout, rec, true);
 		printf(",\"frames\":[");
@@ -780,30 +765,33 @@ static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o)
 	return s;
 }
 
-/* One line per object whose symbols could not be used; 2 if any was of another build. */
+/*
+ * One line per object whose symbols could not be used (once, though an
+ * object unloaded and loaded again has two slots); status 2 if a symbol
+ * source was of another build or damaged: bad input.
+ */
 static int report_object_errors(struct ctx *c)
 {
 	int status = 0;
 
 	for (unsigned s = 0; s < c->os.n; s++) {
+		int h = c->os.slot[s].handle, ret;
 		const char *err;
-		struct rs_sym probe;
 
-		if (c->os.handle[s] < 0)
+		if (h < 0 || !(err = rs_symbolizer_object_error(c->sym, h)))
 			continue;
-		err = rs_symbolizer_object_error(c->sym, c->os.handle[s]);
-		if (!err)
-			continue;
-		/* an object unloaded and loaded again has two slots: say it once */
-		for (unsigned k = 0; k < s && err; k++)
-			if (c->os.handle[k] >= 0 && rs_symbolizer_object_error(c->sym, c->os.handle[k]) &&
-			    strcmp(rs_symbolizer_object_error(c->sym, c->os.handle[k]), err) == 0)
+		for (unsigned k = 0; k < s && err; k++) {
+			int hk = c->os.slot[k].handle;
+			const char *seen = hk >= 0 ? rs_symbolizer_object_error(c->sym, hk) : NULL;
+
+			if (seen && strcmp(seen, err) == 0)
 				err = NULL;
+		}
 		if (!err)
 			continue;
 		fprintf(stderr, "relstack: %s\n", err);
-		rs_symbolize(c->sym, c->os.handle[s], c->os.obj[s].text_vaddr, &probe);
-		if (probe.reason == RS_SYM_BUILD_ID_MISMATCH || probe.reason == RS_SYM_BAD_SOURCE)
+		ret = rs_symbolizer_load(c->sym, h);
+		if (ret == -RELSTACK_EBUILDID || ret == -RELSTACK_ECORRUPT)
 			status = 2;
 	}
 	return status;
