@@ -119,31 +119,28 @@ static size_t m_relstack_random(size_t n)
 	return n;
 }
 
-/* Random addresses, 32 per call: the shape of encoding a whole stack. */
-static size_t m_relstack_random_batch(size_t n)
+/* @n addresses of @src, 32 per call: the shape of encoding a whole stack. */
+static size_t encode_by_32(const uintptr_t *src, size_t n)
 {
 	size_t done = 0;
 
 	while (done < n) {
 		size_t at = done % NADDR;
 
-		relstack_encode(&addrs[at], &words[at], RUN, 0, NULL);
+		relstack_encode(&src[at], &words[at], RUN, 0, NULL);
 		done += RUN;
 	}
 	return done;
 }
 
+static size_t m_relstack_random_batch(size_t n)
+{
+	return encode_by_32(addrs, n);
+}
+
 static size_t m_relstack_run(size_t n)
 {
-	size_t done = 0;
-
-	while (done < n) {
-		size_t at = done % NADDR;
-
-		relstack_encode(&run_addrs[at], &words[at], RUN, 0, NULL);
-		done += RUN;
-	}
-	return done;
+	return encode_by_32(run_addrs, n);
 }
 
 static size_t m_dl_find_object(size_t n)
