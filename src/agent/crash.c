@@ -129,10 +129,13 @@ int relstack_recorder__install_crash_handler(struct relstack_recorder *rec)
 		pthread_mutex_unlock(&crash_lock);
 		return -EBUSY;
 	}
-	/* the alternate stack, then the unwinder learns the thread's stacks */
+	/*
+	 * The alternate stack, with which the unwinder learns the thread's
+	 * stacks; then the thread id, what relstack_recorder__thread_init()
+	 * adds (calling it would learn the stacks a second time).
+	 */
 	ret = relstack_crash_handler__thread_init();
-	if (ret == 0)
-		ret = relstack_recorder__thread_init();
+	rs_ring_tid();
 	if (ret < 0) {
 		pthread_mutex_unlock(&crash_lock);
 		return ret;
