@@ -28,11 +28,7 @@
 
 #include "capture/objtab-local.h"
 #include "relstack/relstack.h"
-#include "unwind-lib.h"
-
-#ifndef UNWIND_DL_PATH
-#error UNWIND_DL_PATH must name librs_unwind_dl.so
-#endif
+#include "unwind-test.h"
 
 #define MAXW 128
 
@@ -58,7 +54,7 @@ struct chain_result {
 	uintptr_t entry_fp_seen;
 };
 
-static void (*dl_call)(rs_unwind_cb, void *);
+static rs_unwind_dl_call_fn dl_call;
 
 static const char *name_of(uint64_t addr, const char **object)
 {
@@ -102,15 +98,6 @@ __attribute__((noinline)) void *chain_thread(void *arg)
 	chain_start(arg);
 	__asm__ volatile("" ::: "memory");
 	return arg;
-}
-
-static void run_thread(void *(*fn)(void *), void *arg)
-{
-	pthread_t t;
-	void *ret;
-
-	assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
-	assert_int_equal(pthread_join(t, &ret), 0);
 }
 
 static const char *const chain_names[] = {
@@ -182,7 +169,8 @@ static void *nofp_thread(void *arg)
 	struct nofp_case *c = arg;
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 
-	relstack_thread_register();
+	if (relstack_thread_register() != 0)
+		return NULL;
 	/* junk chosen relative to this thread's stack */
 	if (c->junk == 1)
 		c->junk = here; /* a real frame further up: the chain even looks right */
@@ -420,15 +408,10 @@ int main(void)
 		cmocka_unit_test(capture_on_unregistered_alternate_stack_reads_nothing),
 		cmocka_unit_test(capture_on_unregistered_thread_is_outside_stack_with_no_words),
 	};
-	void *h = dlopen(UNWIND_DL_PATH, RTLD_NOW | RTLD_LOCAL);
-	void *sym;
 
-	if (!h) {
-		fprintf(stderr, "dlopen %s: %s\n", UNWIND_DL_PATH, dlerror());
+	dl_call = load_dl_call();
+	if (!dl_call)
 		return 1;
-	}
-	sym = dlsym(h, "rs_unwind_dl_call");
-	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
 	relstack_objtab_refresh();
 	capture_from_main();
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,7 +52,7 @@
 #include "capture/objtab-local.h"
 #include "capture/unwind-local.h"
 #include "relstack/relstack.h"
-#include "unwind-lib.h"
+#include "unwind-test.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define UNDER_TSAN 1
@@ -60,10 +60,6 @@
 #if __has_feature(thread_sanitizer)
 #define UNDER_TSAN 1
 #endif
-#endif
-
-#ifndef UNWIND_DL_PATH
-#error UNWIND_DL_PATH must name librs_unwind_dl.so
 #endif
 
 #define STACK_WORDS 4096
@@ -941,16 +937,6 @@ __attribute__((noinline)) void *chain_thread(void *arg)
 	rs_unwind_fp_call(chain_cb, arg);
 	__asm__ volatile("" ::: "memory");
 	return arg;
-}
-
-static void run_thread(void *(*fn)(void *), void *arg)
-{
-	pthread_t t;
-	void *ret;
-
-	assert_int_equal(pthread_create(&t, NULL, fn, arg), 0);
-	assert_int_equal(pthread_join(t, &ret), 0);
-	assert_ptr_equal(ret, arg);
 }
 
 static void check_real_case(const struct real_case *rc, const char *what)

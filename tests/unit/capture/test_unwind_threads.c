@@ -31,11 +31,8 @@
 #include <cmocka.h>
 
 #include "relstack/relstack.h"
-#include "unwind-lib.h"
+#include "unwind-test.h"
 
-#ifndef UNWIND_DL_PATH
-#error UNWIND_DL_PATH must name librs_unwind_dl.so
-#endif
 #ifndef PLUGIN_DIR
 #error PLUGIN_DIR must name the directory of the test plugins
 #endif
@@ -52,7 +49,7 @@
 #define CAPTURES 2000
 #define MAXW 64
 
-static void (*dl_call)(rs_unwind_cb, void *);
+static rs_unwind_dl_call_fn dl_call;
 static _Atomic int stop;
 static _Atomic unsigned loads; /* dlopen/dlclose cycles done by the churn thread */
 
@@ -266,15 +263,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(many_threads_get_the_same_verdict_and_frames_while_objects_come_and_go),
 	};
-	void *h = dlopen(UNWIND_DL_PATH, RTLD_NOW | RTLD_LOCAL);
-	void *sym;
 
-	if (!h) {
-		fprintf(stderr, "dlopen %s: %s\n", UNWIND_DL_PATH, dlerror());
+	dl_call = load_dl_call();
+	if (!dl_call)
 		return 1;
-	}
-	sym = dlsym(h, "rs_unwind_dl_call");
-	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
 	relstack_objtab_refresh();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
