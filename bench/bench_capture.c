@@ -11,6 +11,11 @@
  *                  in libc.so.6 itself, since libunwind exports a
  *                  `backtrace` of its own that would otherwise interpose
  *
+ * and two variants of relstack's, measured but not ratioed against peers:
+ *
+ *   relstack_skip1    relstack_capture() skipping one frame (as the recorder does)
+ *   relstack_context  relstack_capture_context() from a getcontext() ucontext
+ *
  *   bench_capture                  time every method at every depth: ns per
  *                                  capture and per frame, and ratios
  *   bench_capture METHOD DEPTH N   N captures of METHOD at DEPTH only (for
@@ -28,15 +33,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include "relstack/relstack.h"
 
 #define MAXW 256
 
-enum method { RELSTACK, RELSTACK_ABS, FP_FLOOR, UNW_BACKTRACE, GLIBC, NMETHODS };
+enum method {
+	RELSTACK, RELSTACK_ABS, FP_FLOOR, UNW_BACKTRACE, GLIBC, /* GLIBC: the last peer */
+	RELSTACK_SKIP1, RELSTACK_CONTEXT, NMETHODS
+};
 
 static const char *const method_names[NMETHODS] = {
 	"relstack", "relstack_abs", "fp_floor", "unw_backtrace", "glibc",
+	"relstack_skip1", "relstack_context",
 };
 
 static int (*glibc_backtrace)(void **, int);
@@ -91,12 +101,30 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 		case GLIBC:
 			n = glibc_backtrace(ptrs, MAXW);
 			break;
+		case RELSTACK_SKIP1:
+			n = relstack_capture(words, MAXW, 1, 0, &v);
+			break;
 		default:
 			break;
 		}
 		__asm__ volatile("" ::: "memory");
 	}
-	r->frames = (r->m == RELSTACK || r->m == RELSTACK_ABS) ? (int)v.frames : n;
+	r->frames = (r->m == RELSTACK || r->m == RELSTACK_ABS || r->m > GLIBC) ? (int)v.frames : n;
+	r->reasons = v.reasons;
+}
+
+/* Its own function: getcontext() returns twice for the compiler. */
+__attribute__((noinline)) static void context_loop(struct run *r)
+{
+	struct relstack_verdict v = { 0 };
+	ucontext_t uc;
+
+	getcontext(&uc); /* this frame: it stays live for the whole loop */
+	for (unsigned long i = 0; i < r->n; i++) {
+		relstack_capture_context(&uc, words, MAXW, 0, &v);
+		__asm__ volatile("" ::: "memory");
+	}
+	r->frames = (int)v.frames;
 	r->reasons = v.reasons;
 }
 
@@ -112,6 +140,8 @@ static chain_fn chain[129];
 	{                                                                   \
 		if (left)                                                   \
 			chain[r->depth - left](r, left - 1);                \
+		else if (r->m == RELSTACK_CONTEXT)                          \
+			context_loop(r);                                    \
 		else                                                        \
 			capture_loop(r);                                    \
 		__asm__ volatile("" ::: "memory");                          \
@@ -232,7 +262,7 @@ int main(int argc, char **argv)
 			printf("capture_%s_d%u_frames: %d frames\n", method_names[m], depths[d], frames[m]);
 		}
 		printf("capture_relstack_d%u_reasons: %u reasons\n", depths[d], reasons[RELSTACK]); /* 0: reliable */
-		for (int p = FP_FLOOR; p < NMETHODS; p++)
+		for (int p = FP_FLOOR; p <= GLIBC; p++)
 			printf("capture_relstack_d%u: ratio %.2f vs %s\n", depths[d], ns[RELSTACK] / ns[p],
 			       method_names[p]);
 		printf("capture_relstack_d%u: ratio %.2f vs relstack_abs\n", depths[d],

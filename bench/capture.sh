@@ -2,13 +2,15 @@
 # Instructions per stack capture, counted by callgrind, for every method of
 # bench_capture at depths 8, 32 and 128: (Ir for N2 captures - Ir for N1
 # captures) / (N2 - N1), so process start-up and set-up cancel out.  Prints
-# per capture and per frame, then ratios of relstack against each peer.
+# per capture and per frame, then ratios of relstack against each peer and
+# what skipping one frame adds; last, what each frame costs beyond depth 32
+# (the difference between depths 128 and 32, over the frames between).
 #
 # Usage: bench/capture.sh BENCH_CAPTURE [N1 N2]
 set -eu
 prog=$1
 n1=${2:-1000} n2=${3:-3000}
-methods="relstack relstack_abs fp_floor unw_backtrace glibc"
+methods="relstack relstack_abs fp_floor unw_backtrace glibc relstack_skip1 relstack_context"
 
 if ! command -v valgrind >/dev/null; then
 	echo "capture: callgrind skipped: valgrind not installed" >&2
@@ -41,4 +43,15 @@ for d in 8 32 128; do
 		awk -v a="$ir_relstack" -v b="$v" -v n="capture_relstack_d${d}_ir" -v p="$p" \
 			'BEGIN { printf "%s: ratio %.2f vs %s\n", n, a / b, p }'
 	done
+	awk -v a="$ir_relstack_skip1" -v b="$ir_relstack" -v n="capture_relstack_skip1_d${d}_ir" \
+		'BEGIN { printf "%s: %+.1f instructions/capture vs relstack\n", n, a - b }'
+	for m in relstack fp_floor; do
+		eval "ir_${m}_d$d=\$ir_$m"
+		eval "frames_${m}_d$d=\$($prog $m $d frames)"
+	done
+done
+for m in relstack fp_floor; do
+	eval "a=\$ir_${m}_d32 b=\$ir_${m}_d128 fa=\$frames_${m}_d32 fb=\$frames_${m}_d128"
+	awk -v a="$a" -v b="$b" -v fa="$fa" -v fb="$fb" -v n="capture_${m}_d32_d128_ir_frame" \
+		'BEGIN { printf "%s: %.2f instructions/frame\n", n, (b - a) / (fb - fa) }'
 done
