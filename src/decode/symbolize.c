@@ -556,6 +556,21 @@ static const struct map *map_for(const struct rs_symbolizer *s, const struct rel
 	return NULL;
 }
 
+/* 1 if @path starts with the ELF magic, 0 if not, -errno if it cannot be read. */
+static int is_elf_file(const char *path)
+{
+	unsigned char magic[4];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, magic, sizeof(magic), 0);
+	ret = n < 0 ? -errno : n == (ssize_t)sizeof(magic) && !memcmp(magic, "\177ELF", 4);
+	close(fd);
+	return ret;
+}
+
 static void try_map(struct resolve *r, const struct map *m)
 {
 	const struct relstack_object *obj = r->obj;
@@ -565,17 +580,13 @@ static void try_map(struct resolve *r, const struct map *m)
 	size_t len = 0;
 	int err, n;
 
-	err = rs_read_file(m->file, NM_FILE_MAX, &buf, &len);
-	if (err) {
-		set_error(src, "%s: cannot read symbol file %s: %s", base_name(obj->path), m->file,
-			  relstack_strerror(err));
-		r->bad = true;
-		return;
-	}
-	note_tried(r, m->file);
-	if (len >= 4 && !memcmp(buf, "\177ELF", 4)) {
-		/* an ELF file given as a symbol file: held to the build-id like any other */
-		free(buf);
+	err = is_elf_file(m->file);
+	if (err > 0) {
+		/*
+		 * An ELF file given as a symbol file: held to the build-id like
+		 * any other, and mapped, not read whole (nor held to the nm
+		 * file's size limit: debug files are large).
+		 */
 		struct elf_file f;
 		enum check c = open_checked(r, m->file, &f, false, 0);
 
@@ -585,6 +596,15 @@ static void try_map(struct resolve *r, const struct map *m)
 			r->bad = true;
 		return;
 	}
+	if (!err)
+		err = rs_read_file(m->file, NM_FILE_MAX, &buf, &len);
+	if (err) {
+		set_error(src, "%s: cannot read symbol file %s: %s", base_name(obj->path), m->file,
+			  relstack_strerror(err));
+		r->bad = true;
+		return;
+	}
+	note_tried(r, m->file);
 	n = rs_nmfile_parse(buf, len, &src->ix, &info);
 	free(buf);
 	if (n < 0) {

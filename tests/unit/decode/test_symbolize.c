@@ -532,6 +532,39 @@ static void an_nm_file_of_another_build_is_refused_naming_the_file(void **state)
 	(void)state;
 }
 
+static void an_elf_file_given_as_a_symbol_file_is_held_to_the_build_id_whatever_its_size(void **state)
+{
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	uint64_t addr, size;
+	struct rs_symbolizer *s;
+	struct rs_sym sym;
+	int h;
+
+	nm_symbol(SYMFIX_PATH, "symfix_outer", &addr, &size);
+	snprintf(obj.path, sizeof(obj.path), "/nonexistent/libsymfix.so");
+	/* larger than any nm file may be (a sparse tail): mapped, not read */
+	sh("cp '%s' '%s' && truncate -s 300M '%s'", SYMFIX_PATH, tpath("big.debug"), tpath("big.debug"));
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", tpath("big.debug")), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, addr + 5, &sym), 0);
+	assert_string_equal(sym.name, "symfix_outer");
+	assert_int_equal(sym.symoff, 5);
+	assert_string_equal(sym.source, tpath("big.debug"));
+	rs_symbolizer_free(s);
+
+	/* the other build's file: refused, and named */
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", SYMFIX_OTHER_PATH), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, addr + 5, &sym), -ENOENT);
+	assert_int_equal(sym.reason, RS_SYM_BUILD_ID_MISMATCH);
+	assert_non_null(strstr(rs_symbolizer_object_error(s, h), SYMFIX_OTHER_PATH));
+	rs_symbolizer_free(s);
+	unlink(tpath("big.debug"));
+	(void)state;
+}
+
 static void kernel_offsets_count_from_stext_in_a_system_map(void **state)
 {
 	struct relstack_object obj = { .base = RELSTACK_BASE_STEXT, .state = RELSTACK_OBJECT_LOADED };
@@ -953,6 +986,7 @@ int main(void)
 		cmocka_unit_test(a_debug_file_of_another_build_under_the_build_id_path_is_refused),
 		cmocka_unit_test(an_nm_file_names_an_object_whose_file_is_gone),
 		cmocka_unit_test(an_nm_file_of_another_build_is_refused_naming_the_file),
+		cmocka_unit_test(an_elf_file_given_as_a_symbol_file_is_held_to_the_build_id_whatever_its_size),
 		cmocka_unit_test(kernel_offsets_count_from_stext_in_a_system_map),
 		cmocka_unit_test(frames_without_a_name_say_why),
 		cmocka_unit_test(the_vdso_is_named_from_a_debug_file_found_by_build_id),
