@@ -116,16 +116,15 @@ static bool is_restorer(uintptr_t ra)
 }
 
 /*
- * Is the frame at @fp, whose return address @ra lies in the range of @v,
- * the thread's entry frame in the C runtime?  @next is its saved frame
+ * Is the frame at @fp, whose return address lies in the range of @v, the
+ * thread's entry frame in the C runtime?  @next is its saved frame
  * pointer.
  */
 static bool is_entry_frame(const struct rs_walk *w, const struct rs_objtab_view *v, uintptr_t fp,
-			   uintptr_t ra, uintptr_t next)
+			   uintptr_t next)
 {
 	if (!w->crt_pc || w->crt_pc - v->start >= v->end - v->start)
 		return false; /* not the C runtime */
-	(void)ra;
 	if (next == 0) /* a new thread: clone3 zeroed the frame pointer, start_thread kept it */
 		return !w->entry_fp || fp == w->entry_fp;
 	/* the main thread: __libc_start_call_main does not keep one */
@@ -496,7 +495,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		} else {
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 			if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-				if (is_entry_frame(w, v, fp, ra, next)) {
+				if (is_entry_frame(w, v, fp, next)) {
 					/* what walk_fast() may take for granted next time (see there) */
 					if (w->crt_pc == rs_crt_pc)
 						entry_ra = ra;
