@@ -15,6 +15,7 @@ Usage: test_unwind_gdb.py GDB TARGET
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,6 @@ GDB, TARGET = sys.argv[1:3]
 del sys.argv[1:3]
 
 FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?([A-Za-z_][\w.]*) ")
-ENTRIES = ["__libc_start_call_main", "start_thread"]
 
 # The chain both captures walk, innermost first, as the target names it.
 CHAIN = [
@@ -46,8 +46,15 @@ def run_under_gdb():
         f.write("set pagination off\nset confirm off\nset print thread-events off\nset backtrace past-main on\n"
                 "break relstack_capture\ncommands\nsilent\necho ==bt==\\n\nbt\ncontinue\nend\n"
                 f"run {names}\n")
-    p = subprocess.run([GDB, "-batch", "-nx", "-x", cmds, TARGET], capture_output=True, text=True,
-                       timeout=300)
+    try:
+        p = subprocess.run([GDB, "-batch", "-nx", "-x", cmds, TARGET], capture_output=True, text=True,
+                           timeout=300)
+        traces = []
+        if os.path.exists(names):
+            with open(names) as f:
+                traces = [line.split() for line in f if line.strip()]
+    finally:
+        shutil.rmtree(tmp)
     if "ptrace: Operation not permitted" in p.stdout + p.stderr:
         print("skipped: gdb may not trace processes here (ptrace not permitted)")
         sys.exit(77)
@@ -59,8 +66,6 @@ def run_under_gdb():
             if m:
                 frames.append(m.group(2))
         backtraces.append(frames)
-    with open(names) as f:
-        traces = [line.split() for line in f if line.strip()]
     return p, backtraces, traces
 
 
