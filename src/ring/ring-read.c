@@ -583,11 +583,18 @@ struct relstack_reader *relstack_reader__open(const char *path, const struct rel
 		errno = err;
 		return NULL;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > RS_READ_MAX) {
-		err = errno && !S_ISREG(st.st_mode) ? EINVAL : EFBIG;
-		if (!S_ISREG(st.st_mode))
-			err = EINVAL;
-		say(o, path, err == EINVAL ? "not a regular file" : "larger than any buffer file");
+	err = 0;
+	if (fstat(fd, &st) < 0) {
+		err = errno;
+		say(o, path, "cannot stat: %s", strerror(err));
+	} else if (!S_ISREG(st.st_mode)) {
+		err = EINVAL;
+		say(o, path, "not a regular file");
+	} else if ((uint64_t)st.st_size > RS_READ_MAX) {
+		err = EFBIG;
+		say(o, path, "larger than any buffer file");
+	}
+	if (err) {
 		close(fd);
 		errno = err;
 		return NULL;
