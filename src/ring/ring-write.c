@@ -72,6 +72,11 @@
  *   G  before its next record the owner re-enters the chunk by CAS; if a
  *      reserver of a later lap won (E), the owner leaves the chunk to it
  *      and reserves a new one.  The two CAS in E and G decide who writes.
+ *   H  after E's CAS, a reserver whose position is a lap behind `head`
+ *      (held up after its fetch_add while the chunk was taken, filled and
+ *      parked or freed in a later lap) puts the owner word back and skips
+ *      the chunk: a parked or free owner word does not say which lap it
+ *      belongs to, `head` does.
  *
  * G is one locked instruction per record, and it stays.  A plain load of
  * the owner word instead ("still parked and mine: write") leaves a window
@@ -295,6 +300,19 @@ static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
 		if (!atomic_compare_exchange_strong_explicit(owner_of(r, q), &prev, OWNER_OPEN(lap),
 							     memory_order_acquire, memory_order_relaxed))
 			continue;
+		/*
+		 * H: a reserver held up between its fetch_add and the CAS may find the
+		 * chunk already taken in a later lap, and parked or freed there: the
+		 * CAS alone cannot tell, and the chunk's bytes are that lap's records.
+		 * The later reserver's fetch_add came before the release store this
+		 * CAS read, so `head` now shows it: q is a lap or more behind, give
+		 * the owner word back untouched and skip the chunk (the same test as
+		 * the lapped writer's in write_stage(); q is outside the window anyway).
+		 */
+		if (rs_unlikely(atomic_load_explicit(head_of(r), memory_order_relaxed) - q > r->size - RS_CHUNK)) {
+			atomic_store_explicit(owner_of(r, q), prev, memory_order_release);
+			continue;
+		}
 		if (lap) {
 			uint32_t old = atomic_exchange_explicit((_Atomic uint32_t *)&state_of(r, i)->count, 0,
 								memory_order_relaxed);
