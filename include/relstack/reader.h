@@ -129,7 +129,7 @@ RELSTACK_API const char *relstack_reader__record_error(const struct relstack_rea
 /* Number of valid runs in the file (0, 1 or 2). */
 RELSTACK_API unsigned relstack_reader__run_count(const struct relstack_reader *r);
 
-/* -ENOENT if the file has no such run, -RELSTACK_ECORRUPT if it is damaged. */
+/* 0, or -ENOENT if the file has no such run (a damaged run is none: see relstack_reader__run_error()). */
 RELSTACK_API int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run_which which,
 					   struct relstack_run_info *out);
 

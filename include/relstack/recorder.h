@@ -142,14 +142,13 @@ RELSTACK_API int relstack_recorder__define_event(struct relstack_recorder *rec, 
 #define RELSTACK_RECORD_RESCAN 0x4u
 
 /*
- * Record the calling thread's stack (minus @skip frames of its callers
- * beyond the caller itself) as event @event_id, with @fields_size bytes of
- * @fields (the event's schema says what they are).
+ * Record the calling thread's stack, from the caller of this function
+ * outwards, as event @event_id, with @fields_size bytes of @fields (the
+ * event's schema says what they are).
  * Async-signal-safe without RELSTACK_RECORD_RESCAN: no lock, no
  * allocation, no system call (see relstack_recorder__thread_init() for the
  * thread's first record), bounded work, errno preserved.  Returns 0, or a
- * negative errno, the record then
- * counted as lost: -ENOSPC (stop mode: full; overwrite mode: the next
+ * negative errno, the record then counted as lost: -ENOSPC (stop mode: full; overwrite mode: the next
  * chunks all had a writer inside a record), -E2BIG (@fields_size is not the
  * event's size), -ENOENT (event not defined), -EPERM (absolute stack not
  * allowed), -EINVAL (unknown flags, NULL fields).
@@ -191,8 +190,9 @@ RELSTACK_API int relstack_recorder__thread_init(void);
  * The alternate stack is set up for the calling thread (unless it has
  * one); other threads get theirs with relstack_crash_handler__thread_init()
  * (a fault on a thread without one is still recorded, unless its stack
- * overflowed; the 64 KiB stack it maps stays mapped when the thread ends).  One recorder at a time.  Returns 0 or -errno (-EBUSY if
- * installed already).  Not async-signal-safe.
+ * overflowed; the 64 KiB stack it maps stays mapped when the thread ends).
+ * One recorder at a time.  Returns 0 or -errno (-EBUSY if installed
+ * already).  Not async-signal-safe.
  */
 RELSTACK_API int relstack_recorder__install_crash_handler(struct relstack_recorder *rec);
 RELSTACK_API int relstack_crash_handler__thread_init(void);

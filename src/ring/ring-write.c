@@ -93,8 +93,7 @@
  * a pointer to it and the open and parked values of its lap, so G and F
  * are one instruction each.  What the CAS does cost is waiting for the
  * previous record's stores to drain; the time is read before it, so the
- * counter read overlaps that wait instead of following it (bench/ring.sh:
- * a record costs about 3 ns more with the CAS than with a plain load).
+ * counter read overlaps that wait instead of following it.
  *
  * So two writers never write one chunk at once, and nobody waits.  A
  * writer also leaves its chunk when `head` has moved almost a lap past it
