@@ -101,7 +101,6 @@ _Static_assert(sizeof(struct relstack_crash_fields) == 32, "crash fields are 32 
 
 #define RS_DEFAULT_RING (1u << 20)
 #define RS_MIN_RING (64u << 10)
-#define RS_MAX_RING (1ull << 30)
 #define RS_DEFAULT_OBJTAB 256u
 
 static inline uint64_t round_block(uint64_t n)

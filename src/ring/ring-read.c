@@ -144,7 +144,7 @@ static int check_file(struct relstack_reader *r, const struct relstack_reader_op
 		say(o, name, "offset 0x50 (runs): %u, expected %u", f->runs, RS_RUNS);
 		return -RELSTACK_ECORRUPT;
 	}
-	if (f->ring_size < RS_CHUNK || f->ring_size > (1ull << 30) || (f->ring_size & (f->ring_size - 1))) {
+	if (f->ring_size < RS_CHUNK || f->ring_size > RS_MAX_RING || (f->ring_size & (f->ring_size - 1))) {
 		say(o, name, "offset 0x78 (ring_size): %llu is not a power of two in [%u, 1 GiB]",
 		    (unsigned long long)f->ring_size, RS_CHUNK);
 		return -RELSTACK_ECORRUPT;

@@ -26,6 +26,7 @@
 #define RS_FILE_VERSION 2u
 #define RS_RUN_MAGIC "RELSTRUN"
 #define RS_BLOCK 4096u
+#define RS_MAX_RING (1ull << 30) /* data ring bytes of a run, at most (writer and reader) */
 #define RS_RUNS 2u
 
 /* file head flags (the only mutable word of the file head) */
