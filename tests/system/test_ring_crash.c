@@ -137,11 +137,15 @@ static void check_run(struct relstack_reader *r, enum relstack_run_which which, 
 			first[t] = (uint64_t)seq;
 		else if ((uint64_t)seq != last[t] + 1)
 			fail_msg("thread %d: seq %lld (position +0x%llx) follows %llu (+0x%llx): a committed record "
-				 "is missing (%s run, mode %u, ring %llu, written %llu, skipped %llu)", (int)t,
+				 "is missing (%s run, mode %u, ring %llu, written %llu, skipped %llu: %llu partial, "
+				 "%llu damaged; first bad record: %s)", (int)t,
 				 (long long)seq, (unsigned long long)(rec_.position & 0xffffffffffull),
 				 (unsigned long long)last[t], (unsigned long long)(lastpos[t] & 0xffffffffffull),
 				 committed ? "current" : "previous", info.mode, (unsigned long long)info.ring_size,
-				 (unsigned long long)info.written, (unsigned long long)info.skipped);
+				 (unsigned long long)info.written, (unsigned long long)info.skipped,
+				 (unsigned long long)info.skipped_partial, (unsigned long long)info.skipped_damaged,
+				 relstack_reader__record_error(r, which) ? relstack_reader__record_error(r, which) :
+									    "none");
 		last[t] = (uint64_t)seq;
 		lastpos[t] = rec_.position;
 		count[t]++;
@@ -191,7 +195,9 @@ static void killed_writers_lose_no_committed_record_and_never_leave_a_partial_on
 {
 	char dir[64] = "/tmp/rs-crash-XXXXXX";
 	struct tally tl = { 0 };
-	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	/* RS_CRASH_SEED=N repeats a run's kill delays (the interleavings are the scheduler's) */
+	const char *env = getenv("RS_CRASH_SEED");
+	unsigned seed = env && *env ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(paths[0], sizeof(paths[0]), "%s/overwrite", dir);
