@@ -36,7 +36,9 @@ extern "C" {
 #define RELSTACK_UNRELIABLE_ASYNC_START    (1u << 5) /* started at an arbitrary instruction (ucontext) */
 #define RELSTACK_UNRELIABLE_TRUNCATED      (1u << 6) /* the words array was too small */
 #define RELSTACK_UNRELIABLE_NO_FP_OBJECT   (1u << 7) /* a frame in an object that keeps no frame pointers */
-#define RELSTACK_UNRELIABLE_ALL            0xffu
+#define RELSTACK_UNRELIABLE_END_UNPROVEN   (1u << 8) /* the walk stopped at no frame proven to be the thread's first */
+#define RELSTACK_UNRELIABLE_OBJECTS_CHANGING (1u << 9) /* a frame in an object being loaded or unloaded */
+#define RELSTACK_UNRELIABLE_ALL            0x3ffu
 
 struct relstack_verdict {
 	uint32_t reasons; /* RELSTACK_UNRELIABLE_* bits; 0 = reliable */
@@ -82,7 +84,8 @@ RELSTACK_API int relstack_capture_context(const void *ucontext, uint64_t *words,
 /*
  * The stable short name of one RELSTACK_UNRELIABLE_* bit: "outside-stack",
  * "misaligned", "not-increasing", "unknown-text", "signal-frame",
- * "async-start", "truncated", "no-fp-object".  NULL for anything that is
+ * "async-start", "truncated", "no-fp-object", "end-unproven",
+ * "objects-changing".  NULL for anything that is
  * not exactly one defined bit.
  */
 RELSTACK_API const char *relstack_reason_string(uint32_t reason_bit);

@@ -75,6 +75,7 @@ void rs_unwind_note_restorer(uintptr_t pc)
 static const char *const reason_names[] = {
 	"outside-stack", "misaligned", "not-increasing", "unknown-text",
 	"signal-frame", "async-start", "truncated", "no-fp-object",
+	"end-unproven", "objects-changing",
 };
 
 const char *relstack_reason_string(uint32_t bit)

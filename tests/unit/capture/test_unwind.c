@@ -554,13 +554,15 @@ static void reason_strings_are_stable_short_names(void **state)
 	static const char *const names[] = {
 		"outside-stack", "misaligned", "not-increasing", "unknown-text",
 		"signal-frame", "async-start", "truncated", "no-fp-object",
+		"end-unproven", "objects-changing",
 	};
 
-	for (unsigned i = 0; i < 8; i++)
+	for (unsigned i = 0; i < RS_ARRAY_SIZE(names); i++)
 		assert_string_equal(relstack_reason_string(1u << i), names[i]);
+	assert_int_equal(1u << RS_ARRAY_SIZE(names), RELSTACK_UNRELIABLE_ALL + 1);
 	assert_null(relstack_reason_string(0));
 	assert_null(relstack_reason_string(3));
-	assert_null(relstack_reason_string(1u << 8));
+	assert_null(relstack_reason_string(1u << RS_ARRAY_SIZE(names)));
 }
 
 static void bad_arguments_are_refused(void **state)
