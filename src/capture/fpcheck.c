@@ -42,131 +42,11 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "capture/cfi-parse.h"
 #include "capture/fpcheck.h"
 #include "capture/unwind-local.h"
 
 #define RS_FP_PERCENT 50
-
-struct cursor {
-	const unsigned char *p, *end;
-	bool bad;
-};
-
-/* An @n-byte value (1, 2, 4 or 8) in the process's byte order, as CFI is. */
-static uint64_t get_u(struct cursor *c, size_t n)
-{
-	uint64_t v;
-
-	if (c->bad || (size_t)(c->end - c->p) < n) {
-		c->bad = true;
-		return 0;
-	}
-	switch (n) {
-	case 1: v = *c->p; break;
-	case 2: { uint16_t x; memcpy(&x, c->p, 2); v = x; break; }
-	case 4: { uint32_t x; memcpy(&x, c->p, 4); v = x; break; }
-	default: memcpy(&v, c->p, 8); break;
-	}
-	c->p += n;
-	return v;
-}
-
-static inline uint8_t get_byte(struct cursor *c)
-{
-	if (c->bad || c->p == c->end) {
-		c->bad = true;
-		return 0;
-	}
-	return *c->p++;
-}
-
-/*
- * LEB128: almost every one in CFI is a single byte, so that case is taken
- * first and inline (the parse runs over every FDE of every object).
- */
-static uint64_t get_leb_slow(struct cursor *c, bool is_signed)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b = 0;
-
-	while (!c->bad) {
-		b = get_byte(c);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (is_signed && shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return v;
-}
-
-static inline uint64_t get_uleb(struct cursor *c)
-{
-	if (!c->bad && c->p < c->end && !(*c->p & 0x80))
-		return *c->p++;
-	return get_leb_slow(c, false);
-}
-
-static inline int64_t get_sleb(struct cursor *c)
-{
-	if (!c->bad && c->p < c->end && !(*c->p & 0x80)) {
-		uint8_t b = *c->p++;
-
-		return (b & 0x40) ? (int64_t)b - 0x80 : (int64_t)b;
-	}
-	return (int64_t)get_leb_slow(c, true);
-}
-
-static void skip(struct cursor *c, uint64_t n)
-{
-	if (c->bad || (uint64_t)(c->end - c->p) < n)
-		c->bad = true;
-	else
-		c->p += n;
-}
-
-/* A DW_EH_PE-encoded pointer; @base is the data-relative base (for datarel). */
-static uintptr_t get_encoded(struct cursor *c, uint8_t enc, uintptr_t datarel)
-{
-	uintptr_t at = (uintptr_t)c->p, v;
-
-	if (enc == 0xff) /* DW_EH_PE_omit */
-		return 0;
-	switch (enc & 0x0f) {
-	case 0x00: v = (uintptr_t)get_u(c, sizeof(uintptr_t)); break;  /* absptr */
-	case 0x01: v = (uintptr_t)get_uleb(c); break;                  /* uleb128 */
-	case 0x02: v = (uintptr_t)get_u(c, 2); break;                  /* udata2 */
-	case 0x03: v = (uintptr_t)get_u(c, 4); break;                  /* udata4 */
-	case 0x04: v = (uintptr_t)get_u(c, 8); break;                  /* udata8 */
-	case 0x09: v = (uintptr_t)get_sleb(c); break;                  /* sleb128 */
-	case 0x0a: v = (uintptr_t)(int16_t)get_u(c, 2); break;         /* sdata2 */
-	case 0x0b: v = (uintptr_t)(int32_t)get_u(c, 4); break;         /* sdata4 */
-	case 0x0c: v = (uintptr_t)get_u(c, 8); break;                  /* sdata8 */
-	default: c->bad = true; return 0;
-	}
-	switch (enc & 0x70) {
-	case 0x00: break;               /* absolute */
-	case 0x10: v += at; break;      /* pcrel */
-	case 0x30: v += datarel; break; /* datarel */
-	default: c->bad = true; return 0;
-	}
-	return v;
-}
-
-/* Size in bytes of a pointer of encoding @enc, for DW_CFA_set_loc; 0 if variable. */
-static size_t encoded_size(uint8_t enc)
-{
-	switch (enc & 0x0f) {
-	case 0x00: return sizeof(uintptr_t);
-	case 0x02: case 0x0a: return 2;
-	case 0x03: case 0x0b: return 4;
-	case 0x04: case 0x0c: return 8;
-	default: return 0;
-	}
-}
 
 /* What a function's CFA instructions say about its frame. */
 enum cfa_kind {
@@ -245,73 +125,6 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 	return moved ? CFA_ON_SP : CFA_NO_FRAME;
 }
 
-struct cie {
-	uint8_t fde_enc;
-	bool has_z;
-	bool signal;
-	bool on_fp; /* the initial instructions already put the CFA on the frame pointer */
-};
-
-static bool parse_cie(const unsigned char *p, const unsigned char *end, struct cie *cie)
-{
-	struct cursor c = { p, end, false };
-	const char *aug;
-	size_t auglen;
-	uint8_t version;
-	enum cfa_kind fp;
-
-	memset(cie, 0, sizeof(*cie));
-	version = get_byte(&c);
-	if (c.bad || (version != 1 && version != 3))
-		return false;
-	aug = (const char *)c.p;
-	auglen = strnlen(aug, (size_t)(c.end - c.p));
-	if (auglen == (size_t)(c.end - c.p))
-		return false;
-	skip(&c, auglen + 1);
-	get_uleb(&c);                         /* code alignment */
-	get_sleb(&c);                         /* data alignment */
-	if (version == 1)
-		get_byte(&c);                 /* return address register */
-	else
-		get_uleb(&c);
-	cie->fde_enc = 0; /* absptr unless 'R' says otherwise */
-	if (aug[0] == 'z') {
-		uint64_t len = get_uleb(&c);
-		struct cursor a = { c.p, c.p, false };
-
-		skip(&c, len);
-		if (c.bad)
-			return false;
-		a.end = c.p;
-		cie->has_z = true;
-		for (size_t i = 1; i < auglen; i++) {
-			switch (aug[i]) {
-			case 'R': cie->fde_enc = get_byte(&a); break;
-			case 'L': get_byte(&a); break;
-			case 'P': {
-				uint8_t enc = get_byte(&a);
-
-				get_encoded(&a, enc & 0x7f, 0);
-				break;
-			}
-			case 'S': cie->signal = true; break;
-			case 'B': case 'G': break;
-			default: return false;
-			}
-		}
-		if (a.bad)
-			return false;
-	} else if (auglen) {
-		return false; /* augmentations we cannot skip */
-	}
-	if (c.bad)
-		return false;
-	fp = cfa_on_fp(c.p, c.end, cie->fde_enc);
-	cie->on_fp = fp == CFA_ON_FP;
-	return fp != CFA_MALFORMED;
-}
-
 /* Note the signal-return trampoline inside [start, start + len); false if none. */
 static bool find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_start, uintptr_t text_end)
 {
@@ -322,22 +135,6 @@ static bool find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_start, 
 			rs_unwind_note_restorer(pc);
 			return true;
 		}
-	return false;
-}
-
-/* The PT_LOAD segment holding @addr, as [lo, hi); false if none. */
-static bool load_segment(const struct dl_phdr_info *info, uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
-{
-	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && addr >= s && addr - s < ph->p_filesz) {
-			*lo = s;
-			*hi = s + ph->p_filesz;
-			return true;
-		}
-	}
 	return false;
 }
 
@@ -401,6 +198,7 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 	const unsigned char *p, *end;
 	const unsigned char *cie_at = NULL;
 	struct cie cie = { 0 };
+	bool cie_on_fp = false;
 	uint64_t framed = 0, on_fp = 0;
 	bool restorer = false;
 
@@ -450,6 +248,10 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 					break;
 				if (!parse_cie(cc.p, cc.p - 4 + clen, &cie))
 					break;
+				fp = cfa_on_fp(cie.insns, cie.insns_end, cie.fde_enc);
+				if (fp == CFA_MALFORMED)
+					break;
+				cie_on_fp = fp == CFA_ON_FP;
 				cie_at = cp;
 			}
 			pc_begin = get_encoded(&c, cie.fde_enc, 0);
@@ -462,7 +264,7 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 				p = next;
 				continue;
 			}
-			fp = cie.on_fp ? CFA_ON_FP : cfa_on_fp(c.p, next, cie.fde_enc);
+			fp = cie_on_fp ? CFA_ON_FP : cfa_on_fp(c.p, next, cie.fde_enc);
 			framed += fp == CFA_ON_SP || fp == CFA_ON_FP;
 			on_fp += fp == CFA_ON_FP;
 			if (cie.signal)

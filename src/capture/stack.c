@@ -4,8 +4,7 @@
  *
  * Owns the per-thread cache (struct rs_thread_stack, in initial-exec TLS
  * so that a signal handler reaches it with one %fs-relative load, no
- * __tls_get_addr and no allocation) and the process-wide facts of the
- * end-of-stack rule (rs_crt_pc, rs_main_top).  The TLS block (rs_tls)
+ * __tls_get_addr and no allocation).  The TLS block (rs_tls)
  * also holds unwind.c's struct rs_fast_cache, so that the capture path
  * reaches both from one thread-pointer offset.
  *
@@ -27,13 +26,13 @@
  * reads valid; any other value was read before W1 or after W3, with the
  * fields that go with it.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 
+#include "capture/cfi.h"
 #include "capture/objtab.h"
 #include "capture/unwind-local.h"
 
@@ -41,12 +40,6 @@ __thread struct rs_thread_cache rs_tls __attribute__((tls_model("initial-exec"))
 	.stack.stack.lo = UINTPTR_MAX, /* unknown: see R1' above */
 	.fast.fast_seq = UINT64_MAX,   /* empty: see walk_fast() in unwind.c */
 };
-
-uintptr_t rs_crt_pc;
-uintptr_t rs_main_top;
-
-/* ld.so's record of the initial stack pointer (the address of argc). */
-extern void *__libc_stack_end;
 
 bool rs_thread_stack_get(struct rs_thread_stack *out)
 {
@@ -57,7 +50,6 @@ bool rs_thread_stack_get(struct rs_thread_stack *out)
 	/* R2 */
 	out->stack = rs_tls.stack.stack;
 	out->alt = rs_tls.stack.alt;
-	out->entry_fp = rs_tls.stack.entry_fp;
 	return true;
 }
 
@@ -70,7 +62,6 @@ static void thread_stack_set(const struct rs_thread_stack *ts)
 	/* W2 */
 	rs_tls.stack.stack.hi = ts->stack.hi;
 	rs_tls.stack.alt = ts->alt;
-	rs_tls.stack.entry_fp = ts->entry_fp;
 	/* W3: pairs with R1 and R1' */
 	atomic_signal_fence(memory_order_release);
 	rs_tls.stack.stack.lo = ts->stack.lo;
@@ -105,59 +96,25 @@ static int learn_ranges(struct rs_thread_stack *ts)
 	return 0;
 }
 
-/*
- * Find this thread's entry frame: walk from here with the ranges just
- * learned.  A reliable walk that ended at a saved frame pointer of 0 in
- * the C runtime ended at the entry frame of a new thread; the capture
- * path then accepts the C runtime's frame only there.
- */
-__attribute__((noinline)) static uintptr_t learn_entry_fp(const struct rs_thread_stack *ts)
-{
-	uint64_t words[512];
-	struct relstack_verdict v;
-	struct rs_walk w = { 0 };
-	uintptr_t fp = rs_arch_frame_address();
-
-	w.fp = fp;
-	w.sp = fp;
-	w.stack = ts->stack;
-	w.alt = ts->alt;
-	w.crt_pc = rs_crt_pc;
-	w.flags = RELSTACK_CAPTURE_ABSOLUTE;
-	rs_unwind_walk(&w, words, RS_ARRAY_SIZE(words), &v);
-	if (v.reasons || !w.end_fp)
-		return 0;
-	if (w.end_fp >= RS_ARCH_FRAME_SIZE && w.end_fp + RS_ARCH_FRAME_SIZE <= ts->stack.hi &&
-	    *(const uintptr_t *)(w.end_fp + RS_ARCH_FRAME_NEXT * sizeof(uintptr_t)) == 0)
-		return w.end_fp;
-	return 0;
-}
-
 int relstack_thread_register(void)
 {
 	struct rs_thread_stack ts;
 	int saved = errno, ret;
 
 	ret = learn_ranges(&ts);
-	if (ret == 0) {
+	if (ret == 0)
 		thread_stack_set(&ts);
-		ts.entry_fp = learn_entry_fp(&ts);
-		if (ts.entry_fp)
-			thread_stack_set(&ts);
-	}
 	errno = saved;
 	return ret;
 }
 
-/* The process-wide facts, then the loading thread's ranges. */
+/* The objects whose CFI the walk reads, then the loading thread's ranges. */
 __attribute__((constructor)) static void stack_init(void)
 {
 	struct rs_thread_stack ts;
-	void *crt = dlsym(RTLD_DEFAULT, "__libc_start_main");
 	int saved = errno;
 
-	rs_crt_pc = (uintptr_t)crt;
-	rs_main_top = (uintptr_t)__libc_stack_end;
+	rs_cfi_init();
 	if (learn_ranges(&ts) == 0)
 		thread_stack_set(&ts);
 	errno = saved;

@@ -36,14 +36,17 @@ struct rs_thread_stack {
 	_Atomic int valid;
 	struct rs_stack_range stack; /* the thread's stack */
 	struct rs_stack_range alt;   /* its alternate signal stack; 0, 0 if none */
-	uintptr_t entry_fp;          /* its entry frame (learned by registration), or 0 */
 };
+
+/* Bounds of a cached tail: longer ones take the general walk every time. */
+#define RS_TAIL_WORDS 6
+#define RS_TAIL_SLOTS 8
 
 /*
  * What this thread's last walks learned, valid while the object table's
  * latch sequence is still seq (the same sequence means the same copy of
  * the index): the last fast range (unwind.c), the last range its lookups
- * found, and the return address of the thread's entry frame.  Written and
+ * found, and the tail of the thread's stack.  Written and
  * read only by the thread itself, signal handlers included: see
  * fast_cache_load() and fast_cache_store() for the protocol.  The fields
  * the fast walk (walk_fast()) reads come first.
@@ -65,13 +68,19 @@ struct rs_fast_cache {
 	 */
 	uint64_t wdelta[2];
 	/*
-	 * A return address a walk accepted as the thread's entry frame: in
-	 * the C runtime, in an object without frame pointers, not a signal
-	 * trampoline; exit_word[abs] is its word (relative, absolute).
+	 * The tail of a reliable walk (unwind.c, struct tail): the frame
+	 * record at exit_fp, whose return address exit_ra (exit_off from
+	 * start) left the fast range and whose saved frame pointer is
+	 * exit_next, was followed by CFI to the end of the stack, reading
+	 * the stack slots slot_addr[] (all below tail_top) and finding
+	 * slot_val[] there; its words were tail_word[abs][0 .. tail_n).
 	 */
 	uintptr_t exit_ra;
-	uintptr_t exit_off; /* exit_ra - start, what the fast walk compares */
-	uint64_t exit_word[2];
+	uintptr_t exit_off;
+	uintptr_t exit_fp, exit_next, tail_top;
+	uint32_t tail_n, slot_n;
+	uint64_t tail_word[2][RS_TAIL_WORDS];
+	uintptr_t slot_addr[RS_TAIL_SLOTS], slot_val[RS_TAIL_SLOTS];
 	/*
 	 * A return address a walk skipped in an object that keeps frame
 	 * pointers, not a signal trampoline: a skipped frame there adds no
@@ -100,21 +109,6 @@ RS_HIDDEN extern __thread struct rs_thread_cache rs_tls __attribute__((tls_model
 RS_HIDDEN bool rs_thread_stack_get(struct rs_thread_stack *out);
 
 /*
- * Process-wide facts the end-of-stack rule uses, set at library load.
- * crt_pc: an address inside the C runtime's text (__libc_start_main).
- * main_top: the main thread's initial stack pointer (__libc_stack_end).
- */
-RS_HIDDEN extern uintptr_t rs_crt_pc;
-RS_HIDDEN extern uintptr_t rs_main_top;
-
-/*
- * Bytes below main_top that only the C runtime's own start frames occupy
- * (_start, __libc_start_main, __libc_start_call_main).  A frame there whose
- * return address is in the C runtime is the main thread's entry frame.
- */
-#define RS_MAIN_ENTRY_AREA 512u
-
-/*
  * Signal-return trampolines: the address of each one found in the CFI of
  * a loaded object (an FDE whose CIE has the 'S' augmentation) whose code
  * bytes are the trampoline's, recorded by fpcheck.c at scan time.  The
@@ -134,15 +128,16 @@ struct rs_walk {
 	uintptr_t pc;                /* != 0: emitted first (an interrupted pc), before fp's frames */
 	struct rs_stack_range stack; /* the thread's stack */
 	struct rs_stack_range alt;   /* its alternate signal stack, or 0, 0 */
-	uintptr_t entry_fp;          /* the thread's entry frame, or 0 if not known */
-	uintptr_t crt_pc;            /* see rs_crt_pc */
-	uintptr_t main_top;          /* see rs_main_top */
 	uint32_t reasons;            /* reasons known before the walk (ASYNC_START) */
 	unsigned skip;               /* frames to drop from the front */
-	unsigned flags;              /* RELSTACK_CAPTURE_* */
-	/* out */
-	uintptr_t end_fp;            /* the frame the walk ended at reliably, or 0 */
+	unsigned flags;              /* RELSTACK_CAPTURE_*, RS_WALK_COMPLETE */
 };
+
+/*
+ * A walk flag for tests: the general walk only (no fast walk), and the
+ * thread's cache of tails left as it is.
+ */
+#define RS_WALK_COMPLETE 0x80000000u
 
 /*
  * Walk, check and encode.  Reads only inside w->stack and w->alt (from

@@ -45,11 +45,15 @@
  * Async-signal-safe: no lock, no allocation, no system call, errno untouched.
  */
 #include <errno.h>
+#include <string.h>
 
+#include "capture/cfi.h"
 #include "capture/objtab-local.h"
 #include "capture/unwind-local.h"
 
 #define RS_W sizeof(uintptr_t)
+#define rs_load(addr) (*(const uintptr_t *)(addr))
+#define RS_WALK_ATTRS __attribute__((no_sanitize_address))
 
 _Atomic uintptr_t rs_restorer[RS_RESTORERS];
 _Atomic unsigned rs_restorers;
@@ -117,22 +121,6 @@ static bool is_restorer(uintptr_t ra)
 }
 
 /*
- * Is the frame at @fp, whose return address lies in the range of @v, the
- * thread's entry frame in the C runtime?  @next is its saved frame
- * pointer.
- */
-static bool is_entry_frame(const struct rs_walk *w, const struct rs_objtab_view *v, uintptr_t fp,
-			   uintptr_t next)
-{
-	if (!w->crt_pc || w->crt_pc - v->start >= v->end - v->start)
-		return false; /* not the C runtime */
-	if (next == 0) /* a new thread: clone3 zeroed the frame pointer, start_thread kept it */
-		return !w->entry_fp || fp == w->entry_fp;
-	/* the main thread: __libc_start_call_main does not keep one */
-	return w->main_top && fp < w->main_top && w->main_top - fp <= RS_MAIN_ENTRY_AREA;
-}
-
-/*
  * The word for an address in no known text.  In absolute output the
  * address itself, unless it collides with a marker word (no code address
  * can; a garbage return address can).
@@ -167,6 +155,85 @@ struct fast_range {
 	uintptr_t start, span;
 	uint64_t delta;
 };
+
+/*
+ * The end of a thread's stack, and the frames a walk reads through CFI
+ * (the C runtime's and the dynamic linker's, which keep no frame
+ * pointers): docs/unwinder.md, "The end of the stack".
+ *
+ * A return address whose CFI row has an undefined return-address rule is
+ * the caller's last instruction of a thread: the ABI marks the outermost
+ * frame so (glibc's _start, and the child side of clone and clone3), and
+ * that is the only proof of an end the walk accepts.
+ */
+static bool is_outermost(uintptr_t ra)
+{
+	const struct rs_cfi_object *o = ra ? rs_cfi_object_of(ra) : NULL;
+	struct rs_cfi_row row;
+
+	return o && rs_cfi_row_at(o, ra - 1, &row) == 0 && row.ra_rule == RS_CFI_UNDEFINED;
+}
+
+/*
+ * The tail of a walk: the frames from the first return address the walk
+ * followed by CFI to the end of the stack, when no frame-pointer frame
+ * came between.  Its words are a function of that frame record (where it
+ * is, its return address and its saved frame pointer) and of the stack
+ * slots the CFI rows read, so walk_fast() may write them again for a
+ * stack where all of those are equal (rs_fast_cache).
+ */
+struct tail {
+	bool on;
+	uintptr_t fp, ra, next;
+	unsigned n, slots;
+	uintptr_t top; /* past the highest slot read */
+	uint64_t word[2][RS_TAIL_WORDS];
+	uintptr_t slot_addr[RS_TAIL_SLOTS], slot_val[RS_TAIL_SLOTS];
+};
+
+static inline void tail_word(struct tail *t, const struct rs_objtab_view *v, uintptr_t pc)
+{
+	if (!t->on)
+		return;
+	if (t->n == RS_TAIL_WORDS) {
+		t->on = false;
+		return;
+	}
+	t->word[0][t->n] = rs_objtab_view_word(v, pc);
+	t->word[1][t->n] = pc;
+	t->n++;
+}
+
+static inline uintptr_t tail_load(struct tail *t, uintptr_t slot)
+{
+	uintptr_t val = rs_load(slot);
+
+	if (t->on) {
+		if (t->slots == RS_TAIL_SLOTS) {
+			t->on = false;
+		} else {
+			t->slot_addr[t->slots] = slot;
+			t->slot_val[t->slots++] = val;
+			if (slot + RS_W > t->top)
+				t->top = slot + RS_W;
+		}
+	}
+	return val;
+}
+
+/* Is @t what the thread's cache already holds? */
+static bool tail_cached(const struct tail *t, const struct rs_objtab_view *v)
+{
+	const struct rs_fast_cache *c = &rs_tls.fast;
+
+	if (c->seq != v->seq || c->exit_fp != t->fp || c->exit_ra != t->ra || c->exit_next != t->next ||
+	    c->tail_n != t->n || c->slot_n != t->slots)
+		return false;
+	for (unsigned i = 0; i < t->slots; i++)
+		if (c->slot_addr[i] != t->slot_addr[i] || c->slot_val[i] != t->slot_val[i])
+			return false;
+	return true;
+}
 
 /*
  * The thread's cache (struct rs_fast_cache).  Only this thread touches it,
@@ -219,13 +286,12 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 
 /*
  * Store the view's range, and the fast range @f (NULL: keep the cached one
- * if it is still valid), and @exit_ra, a return address the walk accepted
- * as the thread's entry frame, in the view's range, and @pass_ra, one it
- * skipped in an object that keeps frame pointers (0: keep the cached ones
- * if they are still valid).
+ * if it is still valid), and the tail @t of a reliable walk, and @pass_ra,
+ * a return address the walk skipped in an object that keeps frame
+ * pointers (NULL, 0: keep the cached ones if they are still valid).
  */
 static inline void fast_cache_store(const struct fast_range *f, const struct rs_objtab_view *v,
-				    uint64_t delta, uintptr_t exit_ra, uintptr_t pass_ra)
+				    uint64_t delta, const struct tail *t, uintptr_t pass_ra)
 {
 	/* S1 */
 	if (atomic_exchange_explicit(&rs_tls.fast.busy, 1, memory_order_relaxed))
@@ -248,10 +314,16 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 		rs_tls.fast.wdelta[0] = f->start + delta;
 		rs_tls.fast.wdelta[1] = f->start;
 	}
-	if (exit_ra) {
-		rs_tls.fast.exit_ra = exit_ra;
-		rs_tls.fast.exit_word[0] = rs_objtab_view_word(v, exit_ra);
-		rs_tls.fast.exit_word[1] = exit_ra;
+	if (t) {
+		rs_tls.fast.exit_ra = t->ra;
+		rs_tls.fast.exit_fp = t->fp;
+		rs_tls.fast.exit_next = t->next;
+		rs_tls.fast.tail_top = t->top;
+		rs_tls.fast.tail_n = t->n;
+		rs_tls.fast.slot_n = t->slots;
+		memcpy(rs_tls.fast.tail_word, t->word, sizeof(t->word));
+		memcpy(rs_tls.fast.slot_addr, t->slot_addr, sizeof(t->slot_addr));
+		memcpy(rs_tls.fast.slot_val, t->slot_val, sizeof(t->slot_val));
 	}
 	if (pass_ra)
 		rs_tls.fast.pass_ra = pass_ra;
@@ -291,8 +363,6 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	fast_cache_store(f, v, delta, 0, 0);
 }
 
-#define rs_load(addr) (*(const uintptr_t *)(addr))
-#define RS_WALK_ATTRS __attribute__((no_sanitize_address))
 
 /*
  * Frames whose return address lies in the fast range, as long as they
@@ -371,6 +441,15 @@ struct walk_resume {
  * without frame pointers, the signal trampoline, skipped frames) takes
  * the slow path, which may then set the fast range.
  *
+ * A return address in the C runtime or the dynamic linker (cfi.h) is
+ * followed by CFI instead of frame records: the caller resumes there with
+ * the stack pointer just above the frame record and the frame pointer
+ * the record saved; each row gives the CFA, the next return address and
+ * the next frame pointer, until a return address lands in an object that
+ * keeps frame pointers (the walk goes on from its frame record) or in
+ * the outermost frame.  Every slot a row reads lies in the window, above
+ * the previous CFA.
+ *
  * @rs (may be NULL) is where walk_fast() stopped: after the interrupted
  * pc's word (which this pass writes again, the same) and the frames to
  * skip, frames of the fast range it read under @rs->seq, checked as the
@@ -384,12 +463,14 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uint64_t *out = words, *const out_end = words + cap;
 	uint32_t reasons = w->reasons, markers = 0;
 	const struct rs_stack_range *r;
-	uintptr_t fp = w->fp, lo = 0, hi, top, last = 0, entry_ra = 0, pass_ra = 0;
+	uintptr_t fp = w->fp, lo = 0, hi, top, pass_ra = 0, ra_slot = 0, lo0;
 	struct fast_range f = { 0, 0, 0 };
 	const bool resume = rs && rs->n && rs->seq == v->seq;
 	unsigned skip = resume ? 0 : w->skip; /* walk_fast() wrote words only after skipping */
 	bool end = false;
+	struct tail t;
 
+	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
 	fast_cache_load(&f, v, relative, !skip);
 	if (w->pc) {
@@ -415,6 +496,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		fp = rs->fp;
 		lo = rs->lo;
 	}
+	lo0 = resume && rs->n > (w->pc != 0) ? 0 : lo; /* a frame was read below lo: its ra is at lo - 8 */
 
 	for (;;) {
 		uintptr_t next, ra;
@@ -423,13 +505,22 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		/* fp in [lo, top]: inside the window, above the previous frame */
 		if (rs_unlikely(fp < lo || fp > top)) {
 			if (fp == 0) {
-				end = true;
-				last = lo - RS_ARCH_FRAME_SIZE; /* the frame that held the zero */
-			}
-			else if (fp < lo && fp >= r->lo)
+				/*
+				 * The last return address read (from the last frame
+				 * record, at lo - 8, or from the slot a CFI row
+				 * named) must be in the outermost frame.
+				 */
+				uintptr_t at = ra_slot ? ra_slot : lo != lo0 ? lo - RS_W : 0;
+
+				if (at && is_outermost(rs_load(at)))
+					end = true;
+				else
+					reasons |= RELSTACK_UNRELIABLE_END_UNPROVEN;
+			} else if (fp < lo && fp >= r->lo) {
 				reasons |= RELSTACK_UNRELIABLE_NOT_INCREASING;
-			else
+			} else {
 				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+			}
 			break;
 		}
 		if (rs_unlikely(fp & (RS_W - 1))) {
@@ -438,6 +529,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		}
 		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
 		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
+		ra_slot = 0;
+		t.on = false; /* a frame record: whatever follows is no tail */
 
 		if (rs_likely(ra - f.start < f.span)) {
 			if (rs_unlikely(out == out_end))
@@ -487,36 +580,128 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				break;
 			}
 			r = nr;
-			lo = c.sp;
+			lo = lo0 = c.sp;
 			hi = r->hi;
 			top = hi - RS_ARCH_FRAME_SIZE;
 			fp = c.fp;
-			last = 0;
+			continue;
+		} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
+			const struct rs_cfi_object *co = rs_cfi_object_of(ra);
+			/* the caller resumes at ra, its stack just above the frame record */
+			uintptr_t pc = ra, sp = fp + RS_ARCH_FRAME_SIZE, cfp = next;
+			bool cfp_known = true;
+
+			if (!co) {
+				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+				goto write;
+			}
+			t = (struct tail){ .on = !skip && !(w->flags & RS_WALK_COMPLETE), .fp = fp, .ra = ra,
+					   .next = next, .top = fp + RS_ARCH_FRAME_SIZE };
+			for (;;) {
+				struct rs_cfi_row row;
+				uintptr_t cfa, slot;
+
+				/* pc, a return address in co, found in the view */
+				word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
+				if (skip)
+					skip--;
+				else if (out == out_end)
+					goto truncated;
+				else
+					*out++ = word;
+				tail_word(&t, v, pc);
+				if (rs_cfi_row_at(co, pc - 1, &row)) {
+					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+					break; /* best effort: on with the frame pointer */
+				}
+				if (row.ra_rule == RS_CFI_UNDEFINED) {
+					end = true;
+					goto walk_end;
+				}
+				if (row.cfa_on_fp && !cfp_known) {
+					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+					goto walk_end;
+				}
+				cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
+				/* the caller's frame is above this one and inside the window */
+				if (cfa <= sp || cfa > hi) {
+					reasons |= cfa <= sp && cfa >= r->lo ? RELSTACK_UNRELIABLE_NOT_INCREASING
+									     : RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+					goto walk_end;
+				}
+				if (cfa & (RS_W - 1)) {
+					reasons |= RELSTACK_UNRELIABLE_MISALIGNED;
+					goto walk_end;
+				}
+				slot = cfa + (uintptr_t)row.ra_off;
+				if (slot < sp || slot > hi - RS_W) {
+					reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+					goto walk_end;
+				}
+				ra_slot = slot;
+				pc = tail_load(&t, slot);
+				if (row.fp_rule == RS_CFI_OFFSET) {
+					slot = cfa + (uintptr_t)row.fp_off;
+					if (slot < sp || slot > hi - RS_W) {
+						reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+						goto walk_end;
+					}
+					cfp = tail_load(&t, slot);
+					cfp_known = true;
+				} else if (row.fp_rule == RS_CFI_UNDEFINED) {
+					cfp_known = false;
+				}
+				sp = cfa;
+				/* what the caller is */
+				if (rs_unlikely(!rs_objtab_find(v, pc))) {
+					reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
+					word = unknown_word(pc, relative);
+					t.on = false;
+				} else if (rs_unlikely(is_restorer(pc))) {
+					/* a handler in code without frame pointers: no frame record to cross from */
+					reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
+					if (out == out_end)
+						goto truncated;
+					*out++ = RS_NATIVE_SIGNAL;
+					markers++;
+					goto walk_end;
+				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
+					co = rs_cfi_object_of(pc);
+					if (co)
+						continue;
+					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+					word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
+					t.on = false;
+				} else {
+					/* a function that keeps frame pointers: its frame record is at cfp */
+					word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
+					tail_word(&t, v, pc);
+				}
+				if (skip)
+					skip--;
+				else if (out == out_end)
+					goto truncated;
+				else
+					*out++ = word;
+				if (!cfp_known) {
+					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+					goto walk_end;
+				}
+				break;
+			}
+			/* on from the frame pointer the last frame left, above its CFA */
+			lo = sp;
+			fp = cfp;
 			continue;
 		} else {
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
-			if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-				if (is_entry_frame(w, v, fp, next)) {
-					/* what walk_fast() may take for granted next time (see there) */
-					if (w->crt_pc == rs_crt_pc)
-						entry_ra = ra;
-					if (skip)
-						skip--;
-					else if (out == out_end)
-						goto truncated;
-					else
-						*out++ = word;
-					last = fp;
-					end = true;
-					break;
-				}
-				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
-			} else if (!skip) {
+			if (!skip)
 				fast_range_set(&f, v, relative);
-			} else {
+			else
 				pass_ra = ra; /* what walk_fast() may take for granted next time */
-			}
 		}
+write:
 		if (skip)
 			skip--;
 		else if (rs_unlikely(out == out_end))
@@ -526,6 +711,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		lo = fp + RS_ARCH_FRAME_SIZE;
 		fp = next;
 	}
+walk_end:
 	if (end && !reasons) {
 		if (out == out_end)
 			goto truncated;
@@ -536,14 +722,11 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
-	if (v->end && (rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
-		       (entry_ra && rs_tls.fast.exit_ra != entry_ra) ||
+	if (!(end && !reasons && t.on && t.top <= hi && !tail_cached(&t, v)))
+		t.on = false;
+	if (v->end && (t.on || rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
 		       (pass_ra && rs_tls.fast.pass_ra != pass_ra)))
-		fast_cache_store(NULL, v, 0, entry_ra, pass_ra);
-	if (reasons)
-		w->end_fp = 0;
-	else
-		w->end_fp = last;
+		fast_cache_store(NULL, v, 0, t.on ? &t : NULL, pass_ra);
 	*reasons_out = reasons;
 	*frames_out = (uint32_t)(out - words) - markers;
 	return (size_t)(out - words);
@@ -580,7 +763,6 @@ walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ver
 				words[i] = RS_NATIVE_UNKNOWN;
 	if (n && words[n - 1] == RS_NATIVE_END)
 		n--;
-	w->end_fp = 0;
 	if (verdict) {
 		verdict->reasons = reasons | RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 		verdict->frames = frames;
@@ -605,12 +787,13 @@ walk_absolute(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ve
 
 /*
  * The fast walk: the whole walk, when it is the common one.  Every frame
- * but the last has its return address in the thread's cached fast range;
- * the last is the thread's entry frame, its return address the one a walk
- * of this thread accepted before (rs_fast_cache.exit_ra) and its frame
- * pointer where is_entry_frame() wants it.  Returns true with the words
- * written (END included) in *n_out, the verdict in *v (may be NULL) and
- * the entry frame in *last.  Returns false with *rs saying where
+ * but the tail has its return address in the thread's cached fast range;
+ * the tail is the one a walk of this thread followed by CFI to the end of
+ * the stack before (rs_fast_cache): the frame record where it started is
+ * at the same place with the same return address and saved frame
+ * pointer, and every stack slot the CFI rows read holds what it held.
+ * Returns true with the words written (END included) in *n_out and the
+ * verdict in *v (may be NULL).  Returns false with *rs saying where
  * walk_once() is to take over: at the frame that left the fast range, or
  * the frame pointer that left the window (or the room in the array); from
  * the start (n == 0) for a cache made under another sequence or changed
@@ -620,24 +803,23 @@ walk_absolute(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ve
  * cache, so the words and the verdict are the same: frames in the fast
  * range are checked and written as in fast_frames() (window cut to the
  * room in the array, alignment OR-ed and checked at the end), by
- * rs_arch_fast_frames(); the entry frame needs no lookup, because exit_ra
- * was accepted as one under this sequence (in the C runtime, in an object
- * without frame pointers, not a restorer: facts about the address that
- * hold while the index does), and only the frame-pointer conditions are
- * left.  Skipped frames must be in the fast range, or at the return
- * address a walk skipped before (pass_ra).  The index itself is not read.
- * The caller loaded @seq from the latch (1, as rs_objtab_begin()), wrote
- * @n0 words before (the interrupted pc's, found in the index under
- * @seq), with @reasons so far, and guarantees a walk whose crt_pc is
- * rs_crt_pc, and lo inside the thread's stack, whose top is hi.
+ * rs_arch_fast_frames(); the tail's words are a function of the frame
+ * record and the slots it compares (struct tail), and of the index's
+ * sequence, which is the cache's.  Skipped frames must be in the fast
+ * range, or at the return address a walk skipped before (pass_ra).  The
+ * index itself is not read.  The caller loaded @seq from the latch (1, as
+ * rs_objtab_begin()), wrote @n0 words before (the interrupted pc's, found
+ * in the index under @seq), with @reasons so far, and guarantees lo
+ * inside the thread's stack, whose top is hi.
  */
 RS_WALK_ATTRS __attribute__((always_inline)) static inline bool
-walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_t *entry_fp,
-	  const uintptr_t *main_top, uint64_t *words, size_t n0, size_t cap, unsigned skip, uint32_t reasons,
-	  const unsigned abs, struct relstack_verdict *v, size_t *n_out, struct walk_resume *rs, uintptr_t *last)
+walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *words, size_t n0, size_t cap,
+	  unsigned skip, uint32_t reasons, const unsigned abs, struct relstack_verdict *v, size_t *n_out,
+	  struct walk_resume *rs)
 {
-	uint64_t *out = words + n0, g, word, epoch;
-	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, m;
+	uint64_t *out = words + n0, g, epoch;
+	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, a;
+	uint32_t tn, sn;
 
 	/*
 	 * L1: pairs with S4, as in fast_cache_load(), but an odd gen needs no
@@ -652,7 +834,9 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_
 		goto from_start;
 	atomic_signal_fence(memory_order_acquire);
 
-	if (rs_unlikely(cap - n0 < 2 || fp < lo || fp > top))
+	/* L2 */
+	tn = rs_tls.fast.tail_n;
+	if (rs_unlikely(tn > RS_TAIL_WORDS || cap - n0 <= tn || fp < lo || fp > top))
 		goto from_start;
 	/*
 	 * Frames to skip: checked as walk_once() checks them (it takes its
@@ -670,50 +854,49 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, const uintptr_
 	}
 	/*
 	 * Frames are at least 16 bytes apart: cut so, the window holds no
-	 * more frames than the array has room for with the entry frame and
-	 * END after them.
+	 * more frames than the array has room for with the tail and END
+	 * after them.
 	 */
-	lim = fp + (cap - n0 - 2) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
+	lim = fp + (cap - n0 - tn - 1) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
 	if (lim < top)
 		top = lim;
-	/* L2 */
 	if (rs_arch_fast_frames(&fp, &lo, &out, &acc, &x, &rs_tls.fast.start, &rs_tls.fast.span,
 				&rs_tls.fast.wdelta[abs], top)) {
 		fp = x;
 		goto hand_over;
 	}
-	/* the frame at fp left the fast range: is it the thread's entry frame? */
+	/* the frame at fp left the fast range: is it where the cached tail starts? */
 	lo = fp; /* walk_once() checks fp against lo only, and fp passed */
-	if (rs_unlikely(x != rs_tls.fast.exit_off)) /* x = ra - start */
+	if (rs_unlikely(x != rs_tls.fast.exit_off || fp != rs_tls.fast.exit_fp)) /* x = ra - start */
 		goto hand_over;
 	next = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
-	if (next == 0) { /* a new thread: see is_entry_frame() */
-		if (rs_unlikely(*entry_fp && fp != *entry_fp))
-			goto hand_over;
-	} else {
-		/* fp in [m - 512, m); m == 0 wraps (and fp, a stack address, is far from 0 - 512) */
-		m = *main_top;
-		if (rs_unlikely(m - 1 - fp >= RS_MAIN_ENTRY_AREA))
+	sn = rs_tls.fast.slot_n;
+	if (rs_unlikely(next != rs_tls.fast.exit_next || rs_tls.fast.tail_top > hi || sn > RS_TAIL_SLOTS))
+		goto hand_over;
+	/* each slot above the frame record and below hi, whatever a handler did to the cache */
+	for (uint32_t i = 0; i < sn; i++) {
+		a = rs_tls.fast.slot_addr[i];
+		if (rs_unlikely(a - fp - RS_ARCH_FRAME_SIZE > hi - fp - RS_ARCH_FRAME_SIZE - RS_W ||
+				load_word(a) != rs_tls.fast.slot_val[i]))
 			goto hand_over;
 	}
 	if (rs_unlikely(acc & (RS_W - 1)))
 		goto from_start;
-	word = rs_tls.fast.exit_word[abs];
+	for (uint32_t i = 0; i < tn; i++)
+		out[i] = rs_tls.fast.tail_word[abs][i];
 	epoch = rs_tls.fast.epoch;
 	atomic_signal_fence(memory_order_acquire);
 	/* L3: pairs with S2 */
 	if (rs_unlikely(atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g))
 		goto from_start;
-	out[0] = word;
 	if (!reasons)
-		out[1] = RS_NATIVE_END;
+		out[tn] = RS_NATIVE_END;
 	/* 3: pairs with the fence after A in publish_index() (as rs_objtab_end()) */
 	atomic_thread_fence(memory_order_acquire);
 	if (rs_unlikely(atomic_load_explicit(&rs_latch.seq, memory_order_relaxed) != rs_tls.fast.fast_seq))
 		goto from_start; /* (fast_seq == seq: L3 passed) */
-	/* END only for a reliable trace; then the entry frame is where it ended */
-	out += reasons ? 1 : 2;
-	*last = reasons ? 0 : fp;
+	/* END only for a reliable trace */
+	out += tn + !reasons;
 	*n_out = (size_t)(out - words);
 	if (v) {
 		v->reasons = reasons;
@@ -745,9 +928,8 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 	uint32_t reasons = w->reasons;
 	size_t n, n0 = 0;
 	uint64_t seq;
-	uintptr_t last;
 
-	if (w->crt_pc == rs_crt_pc && in_range(w->sp, 1, &w->stack) && (!w->pc || (cap && !w->skip))) {
+	if (!(w->flags & RS_WALK_COMPLETE) && in_range(w->sp, 1, &w->stack) && (!w->pc || (cap && !w->skip))) {
 		if (w->pc) {
 			/* the interrupted pc's word, as walk_once() finds it; walk_fast() checks seq at its end */
 			struct rs_objtab_view pv;
@@ -762,13 +944,11 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 			/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
 			seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
 		}
-		if (abs ? walk_fast(seq, w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, n0, cap,
-				    w->skip, reasons, 1, verdict, &n, &rs, &last)
-			: walk_fast(seq, w->fp, w->sp, w->stack.hi, &w->entry_fp, &w->main_top, words, n0, cap,
-				    w->skip, reasons, 0, verdict, &n, &rs, &last)) {
-			w->end_fp = last;
+		if (abs ? walk_fast(seq, w->fp, w->sp, w->stack.hi, words, n0, cap, w->skip, reasons, 1, verdict, &n,
+				    &rs)
+			: walk_fast(seq, w->fp, w->sp, w->stack.hi, words, n0, cap, w->skip, reasons, 0, verdict, &n,
+				    &rs))
 			return n;
-		}
 		rsp = &rs;
 	}
 	if (abs)
@@ -781,14 +961,10 @@ static void walk_init(struct rs_walk *w, const struct rs_thread_stack *ts, unsig
 {
 	w->stack = ts->stack;
 	w->alt = ts->alt;
-	w->entry_fp = ts->entry_fp;
-	w->crt_pc = rs_crt_pc;
-	w->main_top = rs_main_top;
 	w->reasons = 0;
 	w->skip = 0;
 	w->flags = flags;
 	w->pc = 0;
-	w->end_fp = 0;
 }
 
 static int unknown_stack(uint64_t *words, size_t cap, uintptr_t pc, unsigned flags, uint32_t reasons,
@@ -823,9 +999,6 @@ __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, u
 	/* R2 */
 	w.stack = rs_tls.stack.stack;
 	w.alt = rs_tls.stack.alt;
-	w.entry_fp = rs_tls.stack.entry_fp;
-	w.crt_pc = rs_crt_pc;
-	w.main_top = rs_main_top;
 	w.reasons = 0;
 	w.flags = flags;
 	w.pc = 0;
@@ -846,14 +1019,12 @@ __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, u
 __attribute__((noinline)) static int capture_skipping(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
 						      struct relstack_verdict *v, uintptr_t fp)
 {
-	uintptr_t last;
 	struct walk_resume rs;
 	size_t n;
 
 	/* R1' and R2: see relstack_capture(); 1: pairs with C in publish_index() */
 	if (walk_fast(atomic_load_explicit(&rs_latch.seq, memory_order_acquire), fp, fp, rs_tls.stack.stack.hi,
-		      &rs_tls.stack.entry_fp, &rs_main_top, words, 0, cap, skip, 0, flags & RELSTACK_CAPTURE_ABSOLUTE,
-		      v, &n, &rs, &last))
+		      words, 0, cap, skip, 0, flags & RELSTACK_CAPTURE_ABSOLUTE, v, &n, &rs))
 		return (int)n;
 	return capture_slow(words, cap, skip, flags, v, fp, rs.n, rs.seq, rs.fp, rs.lo);
 }
@@ -861,7 +1032,7 @@ __attribute__((noinline)) static int capture_skipping(uint64_t *words, size_t ca
 __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
 					       struct relstack_verdict *v)
 {
-	uintptr_t fp = rs_arch_frame_address(), last;
+	uintptr_t fp = rs_arch_frame_address();
 	struct walk_resume rs;
 	uint64_t seq;
 	size_t n;
@@ -882,11 +1053,9 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 	/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
 	seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
 	if (flags)
-		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, 0,
-				 cap, 0, 0, 1, v, &n, &rs, &last);
+		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, words, 0, cap, 0, 0, 1, v, &n, &rs);
 	else
-		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, &rs_tls.stack.entry_fp, &rs_main_top, words, 0,
-				 cap, 0, 0, 0, v, &n, &rs, &last);
+		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, words, 0, cap, 0, 0, 0, v, &n, &rs);
 	if (rs_unlikely(!done))
 		return capture_slow(words, cap, 0, flags, v, rs_arch_frame_address(), rs.n, rs.seq, rs.fp, rs.lo);
 	return (int)n;

@@ -36,8 +36,10 @@
 #define RS_ARCH_FRAME_NEXT 0 /* word index of the caller's frame pointer */
 #define RS_ARCH_FRAME_RA 1   /* word index of the return address */
 
-/* The frame pointer register of CFI (DWARF register number). */
-#define RS_ARCH_DWARF_FP 6 /* %rbp */
+/* Registers of CFI (DWARF register numbers). */
+#define RS_ARCH_DWARF_FP 6  /* %rbp */
+#define RS_ARCH_DWARF_SP 7  /* %rsp */
+#define RS_ARCH_DWARF_RA 16 /* the return address column */
 
 /* The frame record of the function this is expanded in. */
 #define rs_arch_frame_address() ((uintptr_t)__builtin_frame_address(0))
