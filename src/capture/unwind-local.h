@@ -68,19 +68,19 @@ struct rs_fast_cache {
 	 */
 	uint64_t wdelta[2];
 	/*
-	 * The tail of a reliable walk (unwind.c, struct tail): the frame
-	 * record at exit_fp, whose return address exit_ra (exit_off from
-	 * start) left the fast range and whose saved frame pointer is
-	 * exit_next, was followed by CFI to the end of the stack, reading
-	 * the stack slots slot_addr[] (all below tail_top) and finding
-	 * slot_val[] there; its words were tail_word[abs][0 .. tail_n).
+	 * The tail of a reliable walk (unwind.c, struct tail): a frame
+	 * record whose return address exit_ra (exit_off from start) left the
+	 * fast range and whose saved frame pointer is exit_next was followed
+	 * by CFI to the end of the stack, reading the stack slots at
+	 * slot_off[] from the record (all of it within tail_top bytes) and
+	 * finding slot_val[] there; its words were tail_word[abs][0 .. tail_n).
 	 */
 	uintptr_t exit_ra;
 	uintptr_t exit_off;
-	uintptr_t exit_fp, exit_next, tail_top;
+	uintptr_t exit_next, tail_top;
 	uint32_t tail_n, slot_n;
 	uint64_t tail_word[2][RS_TAIL_WORDS];
-	uintptr_t slot_addr[RS_TAIL_SLOTS], slot_val[RS_TAIL_SLOTS];
+	uintptr_t slot_off[RS_TAIL_SLOTS], slot_val[RS_TAIL_SLOTS];
 	/*
 	 * A return address a walk skipped in an object that keeps frame
 	 * pointers, not a signal trampoline: a skipped frame there adds no

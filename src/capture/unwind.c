@@ -177,18 +177,21 @@ static bool is_outermost(uintptr_t ra)
 /*
  * The tail of a walk: the frames from the first return address the walk
  * followed by CFI to the end of the stack, when no frame-pointer frame
- * came between.  Its words are a function of that frame record (where it
- * is, its return address and its saved frame pointer) and of the stack
- * slots the CFI rows read, so walk_fast() may write them again for a
- * stack where all of those are equal (rs_fast_cache).
+ * came between and every CFA was on the stack pointer.  Each CFA, and
+ * each slot a row reads, is then the frame record's address plus a
+ * constant, so the tail's words are a function of the record's return
+ * address and saved frame pointer and of what the slots at those offsets
+ * hold: walk_fast() may write them again for a frame record anywhere
+ * with all of those equal, and the slots inside the stack
+ * (rs_fast_cache).
  */
 struct tail {
 	bool on;
 	uintptr_t fp, ra, next;
 	unsigned n, slots;
-	uintptr_t top; /* past the highest slot read */
+	uintptr_t top; /* past the highest slot read, and the highest CFA, from fp */
 	uint64_t word[2][RS_TAIL_WORDS];
-	uintptr_t slot_addr[RS_TAIL_SLOTS], slot_val[RS_TAIL_SLOTS];
+	uintptr_t slot_off[RS_TAIL_SLOTS], slot_val[RS_TAIL_SLOTS];
 };
 
 static inline void tail_word(struct tail *t, const struct rs_objtab_view *v, uintptr_t pc)
@@ -204,6 +207,13 @@ static inline void tail_word(struct tail *t, const struct rs_objtab_view *v, uin
 	t->n++;
 }
 
+/* Note a bound of the tail: past a slot read, or a CFA. */
+static inline void tail_reach(struct tail *t, uintptr_t end)
+{
+	if (end - t->fp > t->top)
+		t->top = end - t->fp;
+}
+
 static inline uintptr_t tail_load(struct tail *t, uintptr_t slot)
 {
 	uintptr_t val = rs_load(slot);
@@ -212,10 +222,9 @@ static inline uintptr_t tail_load(struct tail *t, uintptr_t slot)
 		if (t->slots == RS_TAIL_SLOTS) {
 			t->on = false;
 		} else {
-			t->slot_addr[t->slots] = slot;
+			t->slot_off[t->slots] = slot - t->fp;
 			t->slot_val[t->slots++] = val;
-			if (slot + RS_W > t->top)
-				t->top = slot + RS_W;
+			tail_reach(t, slot + RS_W);
 		}
 	}
 	return val;
@@ -226,11 +235,11 @@ static bool tail_cached(const struct tail *t, const struct rs_objtab_view *v)
 {
 	const struct rs_fast_cache *c = &rs_tls.fast;
 
-	if (c->seq != v->seq || c->exit_fp != t->fp || c->exit_ra != t->ra || c->exit_next != t->next ||
-	    c->tail_n != t->n || c->slot_n != t->slots)
+	if (c->seq != v->seq || c->exit_ra != t->ra || c->exit_next != t->next || c->tail_n != t->n ||
+	    c->slot_n != t->slots || c->tail_top != t->top)
 		return false;
 	for (unsigned i = 0; i < t->slots; i++)
-		if (c->slot_addr[i] != t->slot_addr[i] || c->slot_val[i] != t->slot_val[i])
+		if (c->slot_off[i] != t->slot_off[i] || c->slot_val[i] != t->slot_val[i])
 			return false;
 	return true;
 }
@@ -316,13 +325,12 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 	}
 	if (t) {
 		rs_tls.fast.exit_ra = t->ra;
-		rs_tls.fast.exit_fp = t->fp;
 		rs_tls.fast.exit_next = t->next;
 		rs_tls.fast.tail_top = t->top;
 		rs_tls.fast.tail_n = t->n;
 		rs_tls.fast.slot_n = t->slots;
 		memcpy(rs_tls.fast.tail_word, t->word, sizeof(t->word));
-		memcpy(rs_tls.fast.slot_addr, t->slot_addr, sizeof(t->slot_addr));
+		memcpy(rs_tls.fast.slot_off, t->slot_off, sizeof(t->slot_off));
 		memcpy(rs_tls.fast.slot_val, t->slot_val, sizeof(t->slot_val));
 	}
 	if (pass_ra)
@@ -597,7 +605,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				goto write;
 			}
 			t = (struct tail){ .on = !skip && !(w->flags & RS_WALK_COMPLETE), .fp = fp, .ra = ra,
-					   .next = next, .top = fp + RS_ARCH_FRAME_SIZE };
+					   .next = next, .top = RS_ARCH_FRAME_SIZE };
 			for (;;) {
 				struct rs_cfi_row row;
 				uintptr_t cfa, slot;
@@ -623,6 +631,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					goto walk_end;
 				}
+				if (row.cfa_on_fp)
+					t.on = false; /* the CFA depends on a value, not on where the frame is */
 				cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
 				/* the caller's frame is above this one and inside the window */
 				if (cfa <= sp || cfa > hi) {
@@ -634,6 +644,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 					reasons |= RELSTACK_UNRELIABLE_MISALIGNED;
 					goto walk_end;
 				}
+				tail_reach(&t, cfa);
 				slot = cfa + (uintptr_t)row.ra_off;
 				if (slot < sp || slot > hi - RS_W) {
 					reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
@@ -722,7 +733,7 @@ walk_end:
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
-	if (!(end && !reasons && t.on && t.top <= hi && !tail_cached(&t, v)))
+	if (!(end && !reasons && t.on && !tail_cached(&t, v)))
 		t.on = false;
 	if (v->end && (t.on || rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
 		       (pass_ra && rs_tls.fast.pass_ra != pass_ra)))
@@ -865,19 +876,19 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 		fp = x;
 		goto hand_over;
 	}
-	/* the frame at fp left the fast range: is it where the cached tail starts? */
+	/* the frame at fp left the fast range: does the cached tail start here? */
 	lo = fp; /* walk_once() checks fp against lo only, and fp passed */
-	if (rs_unlikely(x != rs_tls.fast.exit_off || fp != rs_tls.fast.exit_fp)) /* x = ra - start */
+	if (rs_unlikely(x != rs_tls.fast.exit_off)) /* x = ra - start */
 		goto hand_over;
 	next = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
 	sn = rs_tls.fast.slot_n;
-	if (rs_unlikely(next != rs_tls.fast.exit_next || rs_tls.fast.tail_top > hi || sn > RS_TAIL_SLOTS))
+	if (rs_unlikely(next != rs_tls.fast.exit_next || rs_tls.fast.tail_top > hi - fp || sn > RS_TAIL_SLOTS))
 		goto hand_over;
 	/* each slot above the frame record and below hi, whatever a handler did to the cache */
 	for (uint32_t i = 0; i < sn; i++) {
-		a = rs_tls.fast.slot_addr[i];
-		if (rs_unlikely(a - fp - RS_ARCH_FRAME_SIZE > hi - fp - RS_ARCH_FRAME_SIZE - RS_W ||
-				load_word(a) != rs_tls.fast.slot_val[i]))
+		a = rs_tls.fast.slot_off[i];
+		if (rs_unlikely(a - RS_ARCH_FRAME_SIZE > hi - fp - RS_ARCH_FRAME_SIZE - RS_W ||
+				load_word(fp + a) != rs_tls.fast.slot_val[i]))
 			goto hand_over;
 	}
 	if (rs_unlikely(acc & (RS_W - 1)))

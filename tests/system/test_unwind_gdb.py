@@ -3,18 +3,25 @@
 """The unwinder's traces against gdb's backtraces of the same process.
 
 Runs unwind_gdb_target under gdb, stopping at each call of
-relstack_capture and printing gdb's backtrace there.  For each capture
-(main thread, then a second thread) the trace must be reliable and end
-with END, and its frames must be the functions of gdb's frames #1, #2,
-... (frame #0 is relstack_capture itself): the program, the linked
-library, the dlopen'd library, and last the C runtime's entry frame
-(__libc_start_call_main on the main thread, start_thread on the other),
-where the frame-pointer walk ends.
+relstack_capture and printing there, through gdb's Python API, the
+frames gdb unwinds (inlined frames left out: a trace has one word per
+frame on the stack), each as its function's name and its pc.  gdb also
+shows frames for functions that tail-called the next one, which it
+rebuilds from the call sites in the C library's debug information: they
+are not on the stack and will not be returned to, so a trace has no word
+for them, and they are left out of the comparison (and counted).  Frame #0 is
+relstack_capture itself; the trace's first word is the return address
+into its caller, frame #1.
+
+Every capture of the corpus (unwind_gdb_target.c) must be either reliable
+and equal to gdb's frames #1, #2, ... word for word, to the outermost frame
+gdb finds (_start on the main thread, clone3 on another), or unreliable
+with the reason its stack calls for (a signal frame).  Never reliable with
+a frame missing, extra or misnamed.
 
 Usage: test_unwind_gdb.py GDB TARGET
 """
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,83 +31,138 @@ import unittest
 GDB, TARGET = sys.argv[1:3]
 del sys.argv[1:3]
 
-FRAME = re.compile(r"^#(\d+)\s+(?:0x[0-9a-f]+ in )?([A-Za-z_][\w.]*) ")
+REASON_SIGNAL_FRAME = 0x10
 
-# The chain both captures walk, innermost first, as the target names it.
-CHAIN = [
-    ("gdb_capture_here", "unwind_gdb_target"),
-    ("rs_unwind_dl_inner", "librs_unwind_dl.so"),
-    ("rs_unwind_dl_call", "librs_unwind_dl.so"),
-    ("gdb_from_dl", "unwind_gdb_target"),
-    ("rs_unwind_fp_inner", "librs_unwind_fp.so"),
-    ("rs_unwind_fp_call", "librs_unwind_fp.so"),
-    ("gdb_chain_start", "unwind_gdb_target"),
-]
+# Captures that must be reliable, on both threads unless said otherwise.
+RELIABLE = ["chain", "pthread_once", "qsort", "bsearch", "twalk", "dl_iterate_phdr", "tail_call"]
+RELIABLE_MAIN_ONLY = ["atexit", "on_exit", "destructor"]
+# Captures in a handler that interrupted the C library: a signal frame crossed.
+SIGNAL = ["signal"]
+
+PRINT_FRAMES = r'''
+import gdb
+class PrintFrames(gdb.Command):
+    def __init__(self):
+        super().__init__("relstack-frames", gdb.COMMAND_USER)
+    def invoke(self, arg, from_tty):
+        f = gdb.newest_frame()
+        out = []
+        while f is not None:
+            if f.type() != gdb.INLINE_FRAME:
+                kind = {gdb.SIGTRAMP_FRAME: "sig", gdb.TAILCALL_FRAME: "tail"}.get(f.type(), "fn")
+                out.append("%s:%s:%#x" % (kind, f.name() or "?", f.pc()))
+            f = f.older()
+        print("==frames== " + " ".join(out))
+PrintFrames()
+'''
 
 
 def run_under_gdb():
     tmp = tempfile.mkdtemp(prefix="relstack-gdb-")
-    names = os.path.join(tmp, "traces")
+    traces_path = os.path.join(tmp, "traces")
+    script = os.path.join(tmp, "frames.py")
     cmds = os.path.join(tmp, "cmds")
+    with open(script, "w") as f:
+        f.write(PRINT_FRAMES)
     with open(cmds, "w") as f:
-        f.write("set pagination off\nset confirm off\nset print thread-events off\nset backtrace past-main on\n"
-                "break relstack_capture\ncommands\nsilent\necho ==bt==\\n\nbt\ncontinue\nend\n"
-                f"run {names}\n")
+        f.write("set pagination off\nset confirm off\nset print thread-events off\n"
+                "set backtrace past-main on\nhandle SIGUSR1 nostop noprint pass\n"
+                f"source {script}\n"
+                "break relstack_capture\ncommands\nsilent\nrelstack-frames\ncontinue\nend\n"
+                f"run {traces_path}\n")
     try:
         p = subprocess.run([GDB, "-batch", "-nx", "-x", cmds, TARGET], capture_output=True, text=True,
                            timeout=300)
         traces = []
-        if os.path.exists(names):
-            with open(names) as f:
+        if os.path.exists(traces_path):
+            with open(traces_path) as f:
                 traces = [line.split() for line in f if line.strip()]
     finally:
         shutil.rmtree(tmp)
     if "ptrace: Operation not permitted" in p.stdout + p.stderr:
         print("skipped: gdb may not trace processes here (ptrace not permitted)")
         sys.exit(77)
-    backtraces = []
-    for block in p.stdout.split("==bt==")[1:]:
-        frames = []
-        for line in block.splitlines():
-            m = FRAME.match(line)
-            if m:
-                frames.append(m.group(2))
-        backtraces.append(frames)
-    return p, backtraces, traces
+    frames = []
+    for line in p.stdout.splitlines():
+        if line.startswith("==frames== "):
+            frames.append([tuple(x.split(":")) for x in line.split()[1:]])
+    return p, frames, traces
 
 
 class AgainstGdb(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.gdb, cls.bts, cls.traces = run_under_gdb()
+        cls.gdb, cls.frames, raw = run_under_gdb()
+        cls.traces = []
+        for t in raw:
+            tag, reasons, words = t[0], int(t[1], 16), t[2:]
+            end = bool(words) and words[-1] == "END"
+            cls.traces.append((tag, reasons, [int(w, 16) for w in words if w != "END"], end))
+        cls.by_tag = {t[0]: (i, t) for i, t in enumerate(cls.traces)}
 
-    def test_gdb_stopped_at_both_captures(self):
-        self.assertEqual(len(self.bts), 2, self.gdb.stdout + self.gdb.stderr)
-        self.assertEqual(len(self.traces), 2)
-        for bt in self.bts:
-            self.assertEqual(bt[0], "relstack_capture")
+    def test_gdb_stopped_at_every_capture(self):
+        expected = {f"{t}.{w}" for t in RELIABLE + SIGNAL for w in ("main", "thread")}
+        expected |= {f"{t}.main" for t in RELIABLE_MAIN_ONLY}
+        self.assertEqual(set(self.by_tag), expected, self.gdb.stdout[-3000:] + self.gdb.stderr[-3000:])
+        self.assertEqual(len(self.frames), len(self.traces))
+        for fr in self.frames:
+            self.assertEqual(fr[0][1], "relstack_capture")
 
-    def check(self, i, caller, entry):
-        reasons, nwords, end, *frames = self.traces[i]
-        bt = self.bts[i][1:]
-        self.assertEqual(reasons, "0", f"capture {i} not reliable: {self.traces[i]}")
-        self.assertEqual(end, "1")
-        self.assertEqual(int(nwords), len(frames) + 1)  # the frames, then END
-        expect = CHAIN + [caller]
-        self.assertEqual(len(frames), len(expect) + 1)  # then the C runtime's entry frame
-        for (fn, obj), got in zip(expect, frames):
-            self.assertEqual(got, f"{fn}@{obj}")
-        # the same functions, in the same order, as gdb's frames above relstack_capture
-        self.assertEqual([f.split("@")[0] for f in frames[:-1]], bt[:len(expect)])
-        # the walk ends where gdb sees the C runtime's thread entry
-        self.assertEqual(bt[len(expect)], entry)
-        self.assertTrue(frames[-1].endswith("@libc.so.6"), frames[-1])
+    def gdb_frames(self, tag):
+        i, _ = self.by_tag[tag]
+        return [f for f in self.frames[i][1:] if f[0] != "tail"]
 
-    def test_main_thread_trace_equals_gdb_backtrace(self):
-        self.check(0, ("main", "unwind_gdb_target"), "__libc_start_call_main")
+    def test_tail_callers_gdb_rebuilt_are_not_on_the_stack(self):
+        # twalk jumps to its recursive helper: gdb rebuilds twalk's frame from the call sites
+        rebuilt = [name for fr in self.frames for kind, name, _ in fr if kind == "tail"]
+        print(f"gdb rebuilt {len(rebuilt)} tail-caller frames: {sorted(set(rebuilt))}")
+        for where in ("main", "thread"):
+            names = [name for _, name, _ in self.check_reliable(f"twalk.{where}")]
+            self.assertEqual(names[:2], ["corpus_capture", "twalk_action"])
+            self.assertEqual(names[-5 if where == "main" else -4], "run_corpus")
 
-    def test_second_thread_trace_equals_gdb_backtrace(self):
-        self.check(1, ("gdb_thread", "unwind_gdb_target"), "start_thread")
+    def check_reliable(self, tag):
+        _, (_, reasons, words, end) = self.by_tag[tag]
+        frames = self.gdb_frames(tag)
+        detail = f"{tag}: reasons {reasons:#x}\n trace {[hex(w) for w in words]}\n gdb   {frames}"
+        self.assertEqual(reasons, 0, "not reliable: " + detail)
+        self.assertTrue(end, "no END: " + detail)
+        # every frame gdb finds, in order, and nothing else
+        self.assertEqual(words, [int(pc, 16) for _, _, pc in frames], "differs from gdb: " + detail)
+        self.assertEqual(frames[0][1], "corpus_capture", detail)
+        return frames
+
+    def test_reliable_traces_equal_gdb_frame_by_frame(self):
+        for tag in RELIABLE:
+            for where in ("main", "thread"):
+                with self.subTest(tag=tag, where=where):
+                    frames = self.check_reliable(f"{tag}.{where}")
+                    # the outermost frame: where every thread of this kind starts
+                    self.assertEqual(frames[-1][1], "_start" if where == "main" else "clone3")
+
+    def test_traces_of_handlers_run_by_exit_equal_gdb(self):
+        for tag in RELIABLE_MAIN_ONLY:
+            with self.subTest(tag=tag):
+                frames = self.check_reliable(f"{tag}.main")
+                self.assertEqual(frames[-1][1], "_start")
+                self.assertIn("exit", [name.split("_")[-1] for _, name, _ in frames])
+
+    def test_tail_called_function_returns_to_the_caller_of_its_caller(self):
+        for where in ("main", "thread"):
+            names = [name for _, name, _ in self.check_reliable(f"tail_call.{where}")]
+            self.assertNotIn("tail_caller", names)
+            self.assertEqual(names[1:3], ["tail_callee", "tail_entry"])
+
+    def test_handler_that_interrupted_the_c_library_is_a_signal_frame(self):
+        for where in ("main", "thread"):
+            with self.subTest(where=where):
+                _, (_, reasons, words, end) = self.by_tag[f"signal.{where}"]
+                frames = self.gdb_frames(f"signal.{where}")
+                self.assertTrue(reasons & REASON_SIGNAL_FRAME, f"reasons {reasons:#x}")
+                self.assertFalse(end)
+                # gdb sees the same handler frames down to the signal frame
+                sig = [k for k, _, _ in frames].index("sig")
+                self.assertEqual(words[:sig], [int(pc, 16) for _, _, pc in frames[:sig]])
 
 
 if __name__ == "__main__":

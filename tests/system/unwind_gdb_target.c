@@ -1,20 +1,30 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The program test_unwind_gdb.py runs under gdb.  It captures two stacks,
- * on the main thread and on a second thread, each through the program, a
- * linked library and a dlopen'd one, and writes to the file named by
- * argv[1], per capture, one line:
+ * The program test_unwind_gdb.py runs under gdb: a corpus of stacks that
+ * pass through the C library, each captured once with relstack_capture()
+ * (absolute words) on the main thread and, where it applies, on a second
+ * thread.  For each capture it writes one line to the file named by
+ * argv[1]:
  *
- *	<reasons in hex> <words> <END present: 0/1> <function>@<object> ...
+ *	<tag> <reasons in hex> <word> ... [END]
  *
- * naming each frame with dladdr ("?" when it finds no symbol).  gdb stops
- * at every call of relstack_capture and prints its backtrace there: the
- * frames above relstack_capture must be the same functions.
+ * gdb stops at every call of relstack_capture and prints the frames it
+ * unwinds there; the test compares the two, frame by frame.
+ *
+ * The corpus: a chain through a linked and a dlopen'd library; callbacks
+ * from the C library (pthread_once, qsort, bsearch, twalk,
+ * dl_iterate_phdr); a tail call; handlers run by exit (atexit, on_exit, a
+ * destructor); a signal handler that interrupted the C library.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
+#include <search.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "relstack/relstack.h"
 #include "unwind-lib.h"
@@ -23,41 +33,46 @@
 #error UNWIND_DL_PATH must name librs_unwind_dl.so
 #endif
 
-#define MAXW 64
+#define MAXW 128
 
+/* Not static: gdb and the test name them, and no interprocedural optimisation may merge them. */
+void corpus_capture(const char *tag);
 void gdb_capture_here(void *arg);
 void gdb_from_dl(void *arg);
-void gdb_chain_start(FILE *out);
-void *gdb_thread(void *arg);
+void gdb_chain_start(void);
+void tail_entry(void);
+void tail_caller(void);
+void tail_callee(void);
+void *corpus_thread(void *arg);
+void run_corpus(const char *where);
 
+static FILE *out;
 static void (*dl_call)(rs_unwind_cb, void *);
+static const char *where; /* "main" or "thread" */
 
-static void write_trace(FILE *out, const uint64_t *w, int n, const struct relstack_verdict *v)
-{
-	fprintf(out, "%x %d %d", v->reasons, n, n > 0 && w[n - 1] == UINT64_MAX);
-	for (int i = 0; i < n; i++) {
-		Dl_info di;
-		const char *obj;
-
-		if (w[i] == UINT64_MAX)
-			break;
-		memset(&di, 0, sizeof(di));
-		dladdr((void *)(uintptr_t)w[i], &di);
-		obj = di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
-		obj = obj ? obj + 1 : (di.dli_fname ? di.dli_fname : "?");
-		fprintf(out, " %s@%s", di.dli_sname ? di.dli_sname : "?", obj);
-	}
-	fputc('\n', out);
-	fflush(out);
-}
-
-__attribute__((noinline)) void gdb_capture_here(void *arg)
+__attribute__((noinline)) void corpus_capture(const char *tag)
 {
 	uint64_t w[MAXW];
 	struct relstack_verdict v;
 	int n = relstack_capture(w, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &v);
 
-	write_trace(arg, w, n, &v);
+	fprintf(out, "%s.%s %x", tag, where, v.reasons);
+	for (int i = 0; i < n; i++) {
+		if (w[i] == UINT64_MAX)
+			fprintf(out, " END");
+		else
+			fprintf(out, " %#llx", (unsigned long long)w[i]);
+	}
+	fputc('\n', out);
+	fflush(out);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* ---- a chain through the program, a linked library and a dlopen'd one ---- */
+
+__attribute__((noinline)) void gdb_capture_here(void *arg)
+{
+	corpus_capture("chain");
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -67,25 +82,156 @@ __attribute__((noinline)) void gdb_from_dl(void *arg)
 	__asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void gdb_chain_start(FILE *out)
+__attribute__((noinline)) void gdb_chain_start(void)
 {
-	rs_unwind_fp_call(gdb_from_dl, out);
+	rs_unwind_fp_call(gdb_from_dl, NULL);
 	__asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) void *gdb_thread(void *arg)
+/* ---- callbacks from the C library ---- */
+
+static void once_cb(void)
+{
+	corpus_capture("pthread_once");
+	__asm__ volatile("" ::: "memory");
+}
+
+static int captured_cmp;
+
+static int cmp_int(const void *a, const void *b)
+{
+	if (!captured_cmp++)
+		corpus_capture("qsort");
+	return *(const int *)a - *(const int *)b;
+}
+
+static int bsearch_cmp(const void *key, const void *elt)
+{
+	static __thread int done;
+
+	if (!done++)
+		corpus_capture("bsearch");
+	return *(const int *)key - *(const int *)elt;
+}
+
+static int tree_cmp(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static void twalk_action(const void *node, VISIT which, int depth)
+{
+	static __thread int done;
+
+	if (which == leaf && !done++)
+		corpus_capture("twalk");
+	__asm__ volatile("" ::: "memory");
+}
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	corpus_capture("dl_iterate_phdr");
+	__asm__ volatile("" ::: "memory");
+	return 1;
+}
+
+/*
+ * A tail call: tail_caller jumps to tail_callee, so its frame is not on the
+ * stack and will not be returned to; tail_callee returns to tail_entry.
+ */
+__asm__(".text\n"
+	".globl tail_caller\n"
+	".type tail_caller, @function\n"
+	"tail_caller:\n"
+	".cfi_startproc\n"
+	"	jmp	tail_callee\n"
+	".cfi_endproc\n"
+	".size tail_caller, .-tail_caller\n");
+
+__attribute__((noinline)) void tail_callee(void)
+{
+	corpus_capture("tail_call");
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void tail_entry(void)
+{
+	tail_caller();
+	__asm__ volatile("" ::: "memory");
+}
+
+/* ---- a signal handler that interrupted the C library ---- */
+
+static void on_usr1(int sig)
+{
+	corpus_capture("signal");
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void run_corpus(const char *w)
+{
+	static pthread_once_t once[2] = { PTHREAD_ONCE_INIT, PTHREAD_ONCE_INIT };
+	int a[64], key = 17, *found;
+	void *tree = NULL;
+
+	where = w;
+	gdb_chain_start();
+	pthread_once(&once[strcmp(w, "main") != 0], once_cb);
+	for (int i = 0; i < 64; i++)
+		a[i] = (i * 37) % 64;
+	captured_cmp = 0;
+	qsort(a, 64, sizeof(a[0]), cmp_int);
+	found = bsearch(&key, a, 64, sizeof(a[0]), bsearch_cmp);
+	for (int i = 0; i < 8; i++)
+		tsearch(&a[i], &tree, tree_cmp);
+	twalk(tree, twalk_action);
+	dl_iterate_phdr(phdr_cb, NULL);
+	tail_entry();
+	raise(SIGUSR1); /* the handler runs as raise's system call returns into the C library */
+	while (tree)
+		tdelete(*(int **)tree, &tree, tree_cmp);
+	__asm__ volatile("" ::: "memory");
+	if (!found)
+		abort();
+}
+
+__attribute__((noinline)) void *corpus_thread(void *arg)
 {
 	relstack_thread_register();
-	gdb_chain_start(arg);
+	run_corpus("thread");
 	__asm__ volatile("" ::: "memory");
-	return NULL;
+	return arg;
+}
+
+/* ---- run by exit, on the main thread ---- */
+
+static void atexit_handler(void)
+{
+	where = "main";
+	corpus_capture("atexit");
+	__asm__ volatile("" ::: "memory");
+}
+
+static void on_exit_handler(int status, void *arg)
+{
+	where = "main";
+	corpus_capture("on_exit");
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((destructor)) static void destructor(void)
+{
+	if (!out)
+		return;
+	where = "main";
+	corpus_capture("destructor");
+	__asm__ volatile("" ::: "memory");
 }
 
 int main(int argc, char **argv)
 {
 	pthread_t t;
 	void *h, *sym;
-	FILE *out;
 
 	if (argc != 2 || !(out = fopen(argv[1], "w"))) {
 		fprintf(stderr, "usage: unwind_gdb_target OUTPUT\n");
@@ -98,9 +244,11 @@ int main(int argc, char **argv)
 	}
 	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
 	relstack_objtab_refresh();
-	gdb_chain_start(out);
-	if (pthread_create(&t, NULL, gdb_thread, out) || pthread_join(t, NULL))
+	signal(SIGUSR1, on_usr1);
+	atexit(atexit_handler);
+	on_exit(on_exit_handler, NULL);
+	run_corpus("main");
+	if (pthread_create(&t, NULL, corpus_thread, NULL) || pthread_join(t, NULL))
 		return 1;
-	fclose(out);
 	return 0;
 }
