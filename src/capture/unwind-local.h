@@ -39,8 +39,8 @@ struct rs_thread_stack {
 };
 
 /* Bounds of a cached tail: longer ones take the general walk every time. */
-#define RS_TAIL_WORDS 6
-#define RS_TAIL_SLOTS 8
+#define RS_TAIL_WORDS 3
+#define RS_TAIL_SLOTS 3
 
 /*
  * What this thread's last walks learned, valid while the object table's
@@ -70,15 +70,17 @@ struct rs_fast_cache {
 	/*
 	 * The tail of a reliable walk (unwind.c, struct tail): a frame
 	 * record whose return address exit_ra (exit_off from start) left the
-	 * fast range and whose saved frame pointer is exit_next was followed
-	 * by CFI to the end of the stack, reading the stack slots at
-	 * slot_off[] from the record (all of it within tail_top bytes) and
-	 * finding slot_val[] there; its words were tail_word[abs][0 .. tail_n).
+	 * fast range was followed by CFI to the end of the stack, reading
+	 * the stack slots at slot_off[] from the record (its saved frame
+	 * pointer among them if the tail used it; all of it within tail_top
+	 * bytes) and finding slot_val[] there (slots it did not need repeat
+	 * the record's return address); its words were
+	 * tail_word[abs][0 .. tail_n).
 	 */
 	uintptr_t exit_ra;
 	uintptr_t exit_off;
-	uintptr_t exit_next, tail_top;
-	uint32_t tail_n, slot_n;
+	uintptr_t tail_top;
+	uint32_t tail_n;
 	uint64_t tail_word[2][RS_TAIL_WORDS];
 	uintptr_t slot_off[RS_TAIL_SLOTS], slot_val[RS_TAIL_SLOTS];
 	/*

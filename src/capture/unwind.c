@@ -187,7 +187,7 @@ static bool is_outermost(uintptr_t ra)
  */
 struct tail {
 	bool on;
-	uintptr_t fp, ra, next;
+	uintptr_t fp, ra;
 	unsigned n, slots;
 	uintptr_t top; /* past the highest slot read, and the highest CFA, from fp */
 	uint64_t word[2][RS_TAIL_WORDS];
@@ -235,8 +235,7 @@ static bool tail_cached(const struct tail *t, const struct rs_objtab_view *v)
 {
 	const struct rs_fast_cache *c = &rs_tls.fast;
 
-	if (c->seq != v->seq || c->exit_ra != t->ra || c->exit_next != t->next || c->tail_n != t->n ||
-	    c->slot_n != t->slots || c->tail_top != t->top)
+	if (c->seq != v->seq || c->exit_ra != t->ra || c->tail_n != t->n || c->tail_top != t->top)
 		return false;
 	for (unsigned i = 0; i < t->slots; i++)
 		if (c->slot_off[i] != t->slot_off[i] || c->slot_val[i] != t->slot_val[i])
@@ -325,10 +324,8 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 	}
 	if (t) {
 		rs_tls.fast.exit_ra = t->ra;
-		rs_tls.fast.exit_next = t->next;
 		rs_tls.fast.tail_top = t->top;
 		rs_tls.fast.tail_n = t->n;
-		rs_tls.fast.slot_n = t->slots;
 		memcpy(rs_tls.fast.tail_word, t->word, sizeof(t->word));
 		memcpy(rs_tls.fast.slot_off, t->slot_off, sizeof(t->slot_off));
 		memcpy(rs_tls.fast.slot_val, t->slot_val, sizeof(t->slot_val));
@@ -597,7 +594,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			const struct rs_cfi_object *co = rs_cfi_object_of(ra);
 			/* the caller resumes at ra, its stack just above the frame record */
 			uintptr_t pc = ra, sp = fp + RS_ARCH_FRAME_SIZE, cfp = next;
-			bool cfp_known = true;
+			bool cfp_known = true, cfp_is_next = true;
 
 			if (!co) {
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
@@ -605,7 +602,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				goto write;
 			}
 			t = (struct tail){ .on = !skip && !(w->flags & RS_WALK_COMPLETE), .fp = fp, .ra = ra,
-					   .next = next, .top = RS_ARCH_FRAME_SIZE };
+					   .top = RS_ARCH_FRAME_SIZE };
 			for (;;) {
 				struct rs_cfi_row row;
 				uintptr_t cfa, slot;
@@ -660,6 +657,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 					}
 					cfp = tail_load(&t, slot);
 					cfp_known = true;
+					cfp_is_next = false;
 				} else if (row.fp_rule == RS_CFI_UNDEFINED) {
 					cfp_known = false;
 				}
@@ -701,7 +699,13 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				}
 				break;
 			}
-			/* on from the frame pointer the last frame left, above its CFA */
+			/*
+			 * On from the frame pointer the last frame left, above its
+			 * CFA.  If it is still the frame record's, the tail depends
+			 * on it: a slot of its own.
+			 */
+			if (cfp_is_next)
+				tail_load(&t, fp + RS_ARCH_FRAME_NEXT * RS_W);
 			lo = sp;
 			fp = cfp;
 			continue;
@@ -733,8 +737,16 @@ walk_end:
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
-	if (!(end && !reasons && t.on && !tail_cached(&t, v)))
+	if (end && !reasons && t.on) {
+		/* slots not read: the frame record's own return address, which the fast walk has checked */
+		for (; t.slots < RS_TAIL_SLOTS; t.slots++) {
+			t.slot_off[t.slots] = RS_ARCH_FRAME_RA * RS_W;
+			t.slot_val[t.slots] = t.ra;
+		}
+		t.on = !tail_cached(&t, v);
+	} else {
 		t.on = false;
+	}
 	if (v->end && (t.on || rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
 		       (pass_ra && rs_tls.fast.pass_ra != pass_ra)))
 		fast_cache_store(NULL, v, 0, t.on ? &t : NULL, pass_ra);
@@ -829,8 +841,8 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	  struct walk_resume *rs)
 {
 	uint64_t *out = words + n0, g, epoch;
-	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, a;
-	uint32_t tn, sn;
+	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, tt, o0, o1, o2;
+	uint32_t tn;
 
 	/*
 	 * L1: pairs with S4, as in fast_cache_load(), but an odd gen needs no
@@ -846,8 +858,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	atomic_signal_fence(memory_order_acquire);
 
 	/* L2 */
-	tn = rs_tls.fast.tail_n;
-	if (rs_unlikely(tn > RS_TAIL_WORDS || cap - n0 <= tn || fp < lo || fp > top))
+	if (rs_unlikely(cap - n0 <= RS_TAIL_WORDS || fp < lo || fp > top))
 		goto from_start;
 	/*
 	 * Frames to skip: checked as walk_once() checks them (it takes its
@@ -868,7 +879,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	 * more frames than the array has room for with the tail and END
 	 * after them.
 	 */
-	lim = fp + (cap - n0 - tn - 1) * RS_ARCH_FRAME_SIZE; /* if a cap beyond memory wraps, the window only shrinks */
+	lim = fp + (cap - n0 - RS_TAIL_WORDS - 1) * RS_ARCH_FRAME_SIZE; /* a cap beyond memory wraps: the window only shrinks */
 	if (lim < top)
 		top = lim;
 	if (rs_arch_fast_frames(&fp, &lo, &out, &acc, &x, &rs_tls.fast.start, &rs_tls.fast.span,
@@ -880,21 +891,29 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	lo = fp; /* walk_once() checks fp against lo only, and fp passed */
 	if (rs_unlikely(x != rs_tls.fast.exit_off)) /* x = ra - start */
 		goto hand_over;
-	next = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
-	sn = rs_tls.fast.slot_n;
-	if (rs_unlikely(next != rs_tls.fast.exit_next || rs_tls.fast.tail_top > hi - fp || sn > RS_TAIL_SLOTS))
+	_Static_assert(RS_TAIL_SLOTS == 3, "the slots are compared one by one below");
+	o0 = rs_tls.fast.slot_off[0];
+	o1 = rs_tls.fast.slot_off[1];
+	o2 = rs_tls.fast.slot_off[2];
+	tt = rs_tls.fast.tail_top;
+	atomic_signal_fence(memory_order_acquire);
+	/*
+	 * L3 before the slots are read: the offsets and tail_top are then
+	 * one store's, which kept every slot within tail_top of the frame
+	 * record.
+	 */
+	if (rs_unlikely(atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g))
+		goto from_start;
+	if (rs_unlikely(tt > hi - fp))
 		goto hand_over;
-	/* each slot above the frame record and below hi, whatever a handler did to the cache */
-	for (uint32_t i = 0; i < sn; i++) {
-		a = rs_tls.fast.slot_off[i];
-		if (rs_unlikely(a - RS_ARCH_FRAME_SIZE > hi - fp - RS_ARCH_FRAME_SIZE - RS_W ||
-				load_word(fp + a) != rs_tls.fast.slot_val[i]))
-			goto hand_over;
-	}
+	if (rs_unlikely(((load_word(fp + o0) ^ rs_tls.fast.slot_val[0]) | (load_word(fp + o1) ^ rs_tls.fast.slot_val[1]) |
+			 (load_word(fp + o2) ^ rs_tls.fast.slot_val[2])) != 0))
+		goto hand_over;
 	if (rs_unlikely(acc & (RS_W - 1)))
 		goto from_start;
-	for (uint32_t i = 0; i < tn; i++)
+	for (unsigned i = 0; i < RS_TAIL_WORDS; i++) /* all of them: fewer instructions than tn of them */
 		out[i] = rs_tls.fast.tail_word[abs][i];
+	tn = rs_tls.fast.tail_n;
 	epoch = rs_tls.fast.epoch;
 	atomic_signal_fence(memory_order_acquire);
 	/* L3: pairs with S2 */
