@@ -525,7 +525,7 @@ static void fast_walk_stopping_at_a_frame_it_does_not_decide_is_resumed_there(vo
 {
 	/* return addresses the fast walk leaves to the complete walk */
 	const uintptr_t odd[] = {
-		nfp > 1 ? fpo[1].base + 7 : (uintptr_t)&text_in_test + 7, nofp_ra, entry_ra[0], entry_ra[1], UNKNOWN_TEXT_ADDR, restorer, 12345,
+		nfp > 1 ? fpo[1].base + 7 : (uintptr_t)&text_in_test + 7, nofp_ra, entry_ra[1], UNKNOWN_TEXT_ADDR, restorer, 12345,
 	};
 	struct rs_walk w;
 	int traced;
@@ -540,6 +540,19 @@ static void fast_walk_stopping_at_a_frame_it_does_not_decide_is_resumed_there(vo
 			assert_true(last_ref.n > k);
 			check_walk(&w, MAXW);
 		}
+	}
+	/*
+	 * The outermost frame the cached tail starts with, anywhere: the
+	 * stack ends there, and the fast walk writes the tail (it read no
+	 * slot, so nothing else is compared).
+	 */
+	for (unsigned k = 0; k < 24; k++) {
+		warm_common_stack(&w, 30, 0);
+		img.w[4 + 2 * k + 1] = entry_ra[0];
+		assert_int_equal(check_traced_n(&w, MAXW, &traced), FAST_FINISHED);
+		assert_int_equal(traced, (int)k + 1);
+		assert_int_equal(last_ref.v.reasons, 0);
+		assert_int_equal(last_ref.n, k + 2);
 	}
 	/* a frame pointer leaving the window: the frame that held it is the fast walk's too */
 	for (unsigned k = 0; k < 24; k++) {
@@ -681,7 +694,7 @@ static void truncated_array_of_every_length_gives_the_same_words_and_verdict(voi
 				 */
 				size_t full = depth + 2 - s;
 
-				for (size_t cap = 0; cap <= full + 2; cap++) {
+				for (size_t cap = 0; cap <= full + RS_TAIL_WORDS; cap++) {
 					warm_common_stack(&w, depth, gap);
 					w.skip = s;
 					if (pc) {
@@ -693,12 +706,14 @@ static void truncated_array_of_every_length_gives_the_same_words_and_verdict(voi
 					check_walk(&w, cap);
 					use = check_traced(&w, cap);
 					/*
-					 * With room for all, the fast walk's alone; it cuts its
-					 * window to the room in the array counting 16 bytes a
-					 * frame, so frames further apart are handed over.
+					 * With room for all, and for a tail of RS_TAIL_WORDS
+					 * words and END after the frames (this tail has one),
+					 * the fast walk's alone; it cuts its window to the room
+					 * in the array counting 16 bytes a frame, so frames
+					 * further apart are handed over.
 					 */
 					if (!pc && gap == 0)
-						assert_int_equal(use == FAST_FINISHED, cap >= full);
+						assert_int_equal(use == FAST_FINISHED, cap >= full + RS_TAIL_WORDS - 1);
 					assert_int_equal(last_ref.n, cap < full ? cap : full);
 					assert_int_equal(!!(last_ref.v.reasons & RELSTACK_UNRELIABLE_TRUNCATED),
 							 cap < full);
