@@ -27,6 +27,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "relstack/relstack.h"
+#include "opts-local.h"
 #include "relstack-local.h"
 #include "symbolize.h"
 #include "symsrc.h"
@@ -107,14 +108,13 @@ struct rs_symbolizer *rs_symbolizer_new(const struct rs_symbolizer_opts *opts)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	if (opts) {
-		size_t n = opts->sz < sizeof(s->opts) ? opts->sz : sizeof(s->opts);
-
-		memcpy(&s->opts, opts, n);
-	} else {
-		s->opts.lines = true;
-	}
 	s->opts.sz = sizeof(s->opts);
+	s->opts.lines = !opts;
+	if (rs_opts_copy(&s->opts, sizeof(s->opts), opts) < 0) {
+		free(s);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (s->opts.inlines)
 		s->opts.lines = true;
 	if (s->opts.n_debug_dirs) {
