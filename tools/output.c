@@ -21,6 +21,7 @@
 #include <relstack/relstack.h>
 
 #include "decode/symbolize.h"
+#include "relstack-local.h"
 #include "tools/output.h"
 
 /* ---- small printing helpers ---- */
@@ -131,7 +132,7 @@ static void print_fields(FILE *f, const struct relstack_record *rec, bool json)
 			fputc('}', f);
 		return;
 	}
-	for (unsigned i = 0; i < sc->nfields && i < 16; i++) {
+	for (unsigned i = 0; i < sc->nfields && i < RS_ARRAY_SIZE(sc->field); i++) {
 		const struct relstack_schema_field *fd = &sc->field[i];
 		const uint8_t *p = base + fd->offset;
 		uint64_t u;
@@ -244,7 +245,7 @@ static void info_schemas(struct relstack_reader *r, enum relstack_run_which w)
 		if (!sc)
 			continue;
 		printf("  id %-3u %.*s (%u bytes of fields)\n", sc->id, (int)sizeof(sc->name), sc->name, sc->size);
-		for (unsigned k = 0; k < sc->nfields && k < 16; k++)
+		for (unsigned k = 0; k < sc->nfields && k < RS_ARRAY_SIZE(sc->field); k++)
 			printf("         field %-23.*s offset %-4u size %-4u %s\n", (int)sizeof(sc->field[k].name),
 			       sc->field[k].name, sc->field[k].offset, sc->field[k].size, type_name(sc->field[k].type));
 	}

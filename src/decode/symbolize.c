@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <elfutils/libdwelf.h>
+#include <zlib.h>
 
 #include "relstack/relstack.h"
 #include "opts-local.h"
@@ -311,31 +312,19 @@ static void set_error(struct source *src, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * The standard CRC-32 that .gnu_debuglink records for its target.  The
- * table lives on the stack: symbolizers in different threads share
- * nothing.
- */
+/* .gnu_debuglink records its target's CRC-32, zlib's crc32(). */
 static bool file_crc_matches(int fd, uint32_t want)
 {
 	unsigned char buf[65536];
-	uint32_t table[256], crc = ~0u;
+	uLong crc = crc32(0L, Z_NULL, 0);
 	off_t off = 0;
 	ssize_t r;
 
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-		table[i] = c;
-	}
 	while ((r = pread(fd, buf, sizeof(buf), off)) > 0) {
-		for (ssize_t i = 0; i < r; i++)
-			crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
+		crc = crc32(crc, buf, (uInt)r);
 		off += r;
 	}
-	return r == 0 && ~crc == want;
+	return r == 0 && (uint32_t)crc == want;
 }
 
 enum check {

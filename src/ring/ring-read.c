@@ -133,7 +133,7 @@ static int check_file(struct relstack_reader *r, const struct relstack_reader_op
 		say(o, name, "offset 0x80 (head_hash): file head checksum mismatch");
 		return -RELSTACK_ECORRUPT;
 	}
-	if (relstack_format_validate(&f->format, &field) < 0) {
+	if (relstack_format__validate(&f->format, &field) < 0) {
 		say(o, name, "offset 0x10 (format descriptor): %s", field ? field : "invalid");
 		return -RELSTACK_EFORMAT;
 	}
