@@ -13,7 +13,8 @@
  * A file with another build-id is never read for symbols.  An nm text file
  * carries no build-id unless it has a "# build-id:" comment; it is then
  * held to it, and otherwise to the recorded text segment: a code symbol
- * outside it marks a file of another build.
+ * (not a weak one, which may be data) outside it marks a file of another
+ * build.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -623,10 +624,16 @@ static void try_map(struct resolve *r, const struct map *m)
 		goto reject;
 	}
 	if (!info.build_id_len && text_limit(obj)) {
-		/* no build-id to check: every code symbol must lie in the recorded text */
+		/*
+		 * No build-id to check: every code symbol must lie in the recorded
+		 * text.  A weak symbol (nm's W, w) may be data as well as code, as
+		 * glibc's data_start in every executable is: it decides nothing.
+		 */
 		for (size_t i = 0; i < src->ix.n; i++) {
 			uint64_t a = src->ix.addr[i];
 
+			if (rs_symentry_weak(&src->ix.ent[i]))
+				continue;
 			if (a < obj->text_vaddr || a >= text_limit(obj)) {
 				set_error(src, "%s: symbol file %s is of another build: %s at 0x%llx lies outside "
 					  "the recorded text [0x%llx, 0x%llx)", base_name(obj->path), m->file,

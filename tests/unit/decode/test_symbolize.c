@@ -520,6 +520,20 @@ static void an_nm_file_of_another_build_is_refused_naming_the_file(void **state)
 	assert_non_null(strstr(rs_symbolizer_object_error(s, h), "far_away"));
 	rs_symbolizer_free(s);
 
+	/*
+	 * A weak symbol outside the text decides nothing: it may be data, as
+	 * glibc's data_start ("W") in every executable is.
+	 */
+	sh("printf '0000000000001000 T fine\\n0000000070000000 W data_start\\n"
+	   "0000000070000008 V weak_object\\n' > '%s'", tpath("weak.nm"));
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", tpath("weak.nm")), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, 0x1001, &sym), 0);
+	assert_string_equal(sym.name, "fine");
+	assert_null(rs_symbolizer_object_error(s, h));
+	rs_symbolizer_free(s);
+
 	/* not nm output at all */
 	sh("printf 'hello world\\nthis is not a symbol file\\n' > '%s'", tpath("junk.nm"));
 	s = new_symbolizer(true, false, NULL);
