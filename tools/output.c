@@ -744,6 +744,8 @@ static void text_frame(struct ctx *c, const struct frame *fr)
 		printf(" => %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]", sym.name, sym.symoff, sym.symsize, obj);
 		if (sym.file)
 			printf(" %s:%u", clean_path(sym.file, path, sizeof(path)), sym.line);
+		if (sym.line_note)
+			printf(" (%s)", sym.line_note);
 		printf("\n");
 		return;
 	}
@@ -797,6 +799,11 @@ static void json_frame(struct ctx *c, const struct frame *fr, bool first)
 	printf(",\"line\":");
 	if (sym.line)
 		printf("%u", sym.line);
+	else
+		printf("null");
+	printf(",\"line_note\":");
+	if (sym.line_note)
+		json_string(stdout, sym.line_note, 512);
 	else
 		printf("null");
 	printf(",\"inlined\":[");

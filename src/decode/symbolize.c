@@ -750,9 +750,13 @@ static void fill_lines(struct rs_symbolizer *s, struct source *src, uint64_t add
 		out->line = loc.line;
 		out->column = loc.column;
 		out->line_source = src->lines_from;
+	} else {
+		out->line_note = "no DWARF line for the address";
 	}
 	if (!s->opts.inlines)
 		return;
+	if (!out->line_note)
+		out->line_note = rs_symdwarf_inlines_missing(src->dw, addr);
 	n = rs_symdwarf_inlines(src->dw, addr, in, RS_SYM_MAX_INLINED);
 	if (n <= 0)
 		return;
@@ -776,6 +780,7 @@ int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs
 	memset(out, 0, offsetof(struct rs_sym, inlined));
 	out->source = NULL;
 	out->line_source = NULL;
+	out->line_note = NULL;
 	if (!s || handle < 0 || (size_t)handle >= s->n_objs) {
 		out->reason = RS_SYM_BAD_HANDLE;
 		return -ENOENT;
@@ -791,6 +796,8 @@ int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs
 		addr += src->ix.stext;
 	if (src->dw)
 		fill_lines(s, src, addr, out);
+	else if (s->opts.lines)
+		out->line_note = "no DWARF found for the object";
 	if (rs_symindex_lookup(&src->ix, addr, &hit) < 0) {
 		out->reason = RS_SYM_NO_SYMBOL;
 		return -ENOENT;
