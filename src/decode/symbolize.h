@@ -106,7 +106,11 @@ struct rs_sym {
 	const char *line_note;
 };
 
-/* A symbolizer with @opts (NULL: names and lines, system debug dir).  NULL and errno on failure. */
+/*
+ * A symbolizer with @opts (NULL: names and lines, system debug dir).  NULL
+ * and errno on failure: EINVAL for options that break the rule of
+ * relstack.h (sz too small, or non-zero bytes beyond this struct).
+ */
 struct rs_symbolizer *rs_symbolizer_new(const struct rs_symbolizer_opts *opts);
 
 void rs_symbolizer_free(struct rs_symbolizer *s);

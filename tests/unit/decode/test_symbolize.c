@@ -440,6 +440,37 @@ static void a_debug_file_of_another_build_under_the_build_id_path_is_refused(voi
 	(void)state;
 }
 
+/* ---- options ---- */
+
+struct grown_symbolizer_opts {
+	struct rs_symbolizer_opts known;
+	uint64_t newer_field;
+};
+
+static void symbolizer_options_follow_the_one_size_rule(void **state)
+{
+	struct rs_symbolizer_opts too_small = { .sz = 0 };
+	struct rs_symbolizer_opts old = { .sz = sizeof(size_t) };
+	struct grown_symbolizer_opts newer = { .known = { .sz = sizeof(newer), .lines = true } };
+	struct rs_symbolizer *s;
+
+	errno = 0;
+	assert_null(rs_symbolizer_new(&too_small));
+	assert_int_equal(errno, EINVAL);
+	newer.newer_field = 1;
+	errno = 0;
+	assert_null(rs_symbolizer_new(&newer.known));
+	assert_int_equal(errno, EINVAL);
+	newer.newer_field = 0;
+	s = rs_symbolizer_new(&newer.known);
+	assert_non_null(s);
+	rs_symbolizer_free(s);
+	s = rs_symbolizer_new(&old);
+	assert_non_null(s);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
 /* ---- split DWARF ---- */
 
 static const char split_source[] =
@@ -1117,6 +1148,7 @@ int main(void)
 		cmocka_unit_test(a_truncated_elf_file_gives_no_name_and_no_crash),
 		cmocka_unit_test(names_and_lines_agree_with_addr2line),
 		cmocka_unit_test(split_dwarf_gives_lines_and_inlined_frames_or_says_why_not),
+		cmocka_unit_test(symbolizer_options_follow_the_one_size_rule),
 		cmocka_unit_test(libc_is_named_from_its_debian_debug_file_found_by_build_id),
 		cmocka_unit_test(libc_names_agree_with_addr2line_on_sampled_addresses),
 	};
