@@ -271,12 +271,56 @@ static void info_format(const struct relstack_format *fm)
 	       fm->max_slot, fm->marker_slot, fm->marker_end, fm->marker_unknown, fm->marker_signal);
 }
 
-static void info_objects(struct relstack_reader *r, enum relstack_run_which w)
+/* The text row of one object table slot. */
+static void text_object(uint32_t s, const struct relstack_object *o)
+{
+	printf("  %-5u %-9s %-8s ", s, o->state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
+	       o->base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
+	if (o->build_id_len) {
+		print_hex(stdout, o->build_id, o->build_id_len);
+		printf("%*s", 2 * o->build_id_len < 40 ? (int)(40 - 2 * o->build_id_len) : 0, "");
+	} else {
+		printf("%-40s", "-");
+	}
+	printf(" ");
+	text_string(stdout, o->path, sizeof(o->path));
+	printf("  text 0x%" PRIx64 "+0x%" PRIx64 ", epochs %" PRIu64 "..", o->text_vaddr, o->text_size, o->load_epoch);
+	if (o->unload_epoch)
+		printf("%" PRIu64, o->unload_epoch);
+	printf("%s%s%s\n", o->flags & RELSTACK_OBJECT_MAIN ? ", main" : "",
+	       o->flags & RELSTACK_OBJECT_VDSO ? ", vdso" : "",
+	       o->flags & RELSTACK_OBJECT_NO_FP ? ", no frame pointers" : "");
+}
+
+/* The JSON object of one object table slot (relstack(1), JSON OUTPUT). */
+static void json_object(const struct relstack_object *o)
+{
+	printf("\"%s\",\"base\":\"%s\",\"build_id\":\"", o->state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
+	       o->base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
+	print_hex(stdout, o->build_id, o->build_id_len);
+	printf("\",\"path\":");
+	json_string(stdout, o->path, sizeof(o->path));
+	printf(",\"text_vaddr\":\"0x%" PRIx64 "\",\"text_size\":\"0x%" PRIx64 "\",\"load_epoch\":%" PRIu64
+	       ",\"unload_epoch\":", o->text_vaddr, o->text_size, o->load_epoch);
+	if (o->unload_epoch)
+		printf("%" PRIu64, o->unload_epoch);
+	else
+		printf("null");
+	printf(",\"main\":%s,\"vdso\":%s,\"no_frame_pointers\":%s}", o->flags & RELSTACK_OBJECT_MAIN ? "true" : "false",
+	       o->flags & RELSTACK_OBJECT_VDSO ? "true" : "false", o->flags & RELSTACK_OBJECT_NO_FP ? "true" : "false");
+}
+
+static void info_objects(struct relstack_reader *r, enum relstack_run_which w, bool json)
 {
 	unsigned n = relstack_reader__object_count(r, w);
+	bool first = true;
 
-	printf("objects: %u slots\n", n);
-	printf("  %-5s %-9s %-8s %-40s %s\n", "slot", "state", "base", "build-id", "path");
+	if (json) {
+		printf(",\"objects\":[");
+	} else {
+		printf("objects: %u slots\n", n);
+		printf("  %-5s %-9s %-8s %-40s %s\n", "slot", "state", "base", "build-id", "path");
+	}
 	for (uint32_t s = 0; s < n; s++) {
 		struct relstack_object o;
 		const char *why = NULL;
@@ -284,45 +328,66 @@ static void info_objects(struct relstack_reader *r, enum relstack_run_which w)
 
 		if (ret == -ENOENT)
 			continue;
-		if (ret < 0) {
-			printf("  %-5u %-9s %s\n", s, "damaged", why ? why : relstack_strerror(ret));
+		if (!json) {
+			if (ret < 0)
+				printf("  %-5u %-9s %s\n", s, "damaged", why ? why : relstack_strerror(ret));
+			else
+				text_object(s, &o);
 			continue;
 		}
-		printf("  %-5u %-9s %-8s ", s, o.state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
-		       o.base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
-		if (o.build_id_len) {
-			print_hex(stdout, o.build_id, o.build_id_len);
-			printf("%*s", 2 * o.build_id_len < 40 ? (int)(40 - 2 * o.build_id_len) : 0, "");
+		printf("%s{\"slot\":%u,\"state\":", first ? "" : ",", s);
+		first = false;
+		if (ret < 0) {
+			printf("\"damaged\",\"reason\":");
+			json_string(stdout, why ? why : relstack_strerror(ret), 256);
+			printf("}");
 		} else {
-			printf("%-40s", "-");
+			json_object(&o);
 		}
-		printf(" ");
-		text_string(stdout, o.path, sizeof(o.path));
-		printf("  text 0x%" PRIx64 "+0x%" PRIx64 ", epochs %" PRIu64 "..", o.text_vaddr, o.text_size,
-		       o.load_epoch);
-		if (o.unload_epoch)
-			printf("%" PRIu64, o.unload_epoch);
-		printf("%s%s%s\n", o.flags & RELSTACK_OBJECT_MAIN ? ", main" : "",
-		       o.flags & RELSTACK_OBJECT_VDSO ? ", vdso" : "",
-		       o.flags & RELSTACK_OBJECT_NO_FP ? ", no frame pointers" : "");
 	}
+	if (json)
+		printf("]");
 }
 
-static void info_schemas(struct relstack_reader *r, enum relstack_run_which w)
+static void info_schemas(struct relstack_reader *r, enum relstack_run_which w, bool json)
 {
 	unsigned n = relstack_reader__schema_count(r, w);
+	bool first = true;
 
-	printf("events: %u schemas\n", n);
+	if (json)
+		printf(",\"events\":[");
+	else
+		printf("events: %u schemas\n", n);
 	for (unsigned i = 0; i < n; i++) {
 		const struct relstack_schema *sc = relstack_reader__schema(r, w, i);
 
 		if (!sc)
 			continue;
-		printf("  id %-3u %.*s (%u bytes of fields)\n", sc->id, (int)sizeof(sc->name), sc->name, sc->size);
-		for (unsigned k = 0; k < sc->nfields && k < RS_ARRAY_SIZE(sc->field); k++)
-			printf("         field %-23.*s offset %-4u size %-4u %s\n", (int)sizeof(sc->field[k].name),
-			       sc->field[k].name, sc->field[k].offset, sc->field[k].size, type_name(sc->field[k].type));
+		if (json) {
+			printf("%s{\"id\":%u,\"name\":", first ? "" : ",", sc->id);
+			json_string(stdout, sc->name, sizeof(sc->name));
+			printf(",\"size\":%u,\"fields\":[", sc->size);
+		} else {
+			printf("  id %-3u %.*s (%u bytes of fields)\n", sc->id, (int)sizeof(sc->name), sc->name, sc->size);
+		}
+		first = false;
+		for (unsigned k = 0; k < sc->nfields && k < RS_ARRAY_SIZE(sc->field); k++) {
+			const struct relstack_schema_field *fd = &sc->field[k];
+
+			if (!json) {
+				printf("         field %-23.*s offset %-4u size %-4u %s\n", (int)sizeof(fd->name), fd->name,
+				       fd->offset, fd->size, type_name(fd->type));
+				continue;
+			}
+			printf("%s{\"name\":", k ? "," : "");
+			json_string(stdout, fd->name, sizeof(fd->name));
+			printf(",\"offset\":%u,\"size\":%u,\"type\":\"%s\"}", fd->offset, fd->size, type_name(fd->type));
+		}
+		if (json)
+			printf("]}");
 	}
+	if (json)
+		printf("]");
 }
 
 /*
@@ -330,71 +395,6 @@ static void info_schemas(struct relstack_reader *r, enum relstack_run_which w)
  * follow the rule of relstack(1): addresses, offsets and sizes of code and
  * marker words are "0x" strings; counts, times, ids are numbers.
  */
-static void info_json_objects(struct relstack_reader *r, enum relstack_run_which w)
-{
-	unsigned n = relstack_reader__object_count(r, w);
-	bool first = true;
-
-	printf(",\"objects\":[");
-	for (uint32_t s = 0; s < n; s++) {
-		struct relstack_object o;
-		const char *why = NULL;
-		int ret = relstack_reader__object(r, w, s, &o, NULL, &why);
-
-		if (ret == -ENOENT)
-			continue;
-		printf("%s{\"slot\":%u,\"state\":", first ? "" : ",", s);
-		first = false;
-		if (ret < 0) {
-			printf("\"damaged\",\"reason\":");
-			json_string(stdout, why ? why : relstack_strerror(ret), 256);
-			printf("}");
-			continue;
-		}
-		printf("\"%s\",\"base\":\"%s\",\"build_id\":\"", o.state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
-		       o.base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
-		print_hex(stdout, o.build_id, o.build_id_len);
-		printf("\",\"path\":");
-		json_string(stdout, o.path, sizeof(o.path));
-		printf(",\"text_vaddr\":\"0x%" PRIx64 "\",\"text_size\":\"0x%" PRIx64 "\",\"load_epoch\":%" PRIu64
-		       ",\"unload_epoch\":", o.text_vaddr, o.text_size, o.load_epoch);
-		if (o.unload_epoch)
-			printf("%" PRIu64, o.unload_epoch);
-		else
-			printf("null");
-		printf(",\"main\":%s,\"vdso\":%s,\"no_frame_pointers\":%s}",
-		       o.flags & RELSTACK_OBJECT_MAIN ? "true" : "false", o.flags & RELSTACK_OBJECT_VDSO ? "true" : "false",
-		       o.flags & RELSTACK_OBJECT_NO_FP ? "true" : "false");
-	}
-	printf("]");
-}
-
-static void info_json_schemas(struct relstack_reader *r, enum relstack_run_which w)
-{
-	unsigned n = relstack_reader__schema_count(r, w);
-	bool first = true;
-
-	printf(",\"events\":[");
-	for (unsigned i = 0; i < n; i++) {
-		const struct relstack_schema *sc = relstack_reader__schema(r, w, i);
-
-		if (!sc)
-			continue;
-		printf("%s{\"id\":%u,\"name\":", first ? "" : ",", sc->id);
-		first = false;
-		json_string(stdout, sc->name, sizeof(sc->name));
-		printf(",\"size\":%u,\"fields\":[", sc->size);
-		for (unsigned k = 0; k < sc->nfields && k < RS_ARRAY_SIZE(sc->field); k++) {
-			printf("%s{\"name\":", k ? "," : "");
-			json_string(stdout, sc->field[k].name, sizeof(sc->field[k].name));
-			printf(",\"offset\":%u,\"size\":%u,\"type\":\"%s\"}", sc->field[k].offset, sc->field[k].size,
-			       type_name(sc->field[k].type));
-		}
-		printf("]}");
-	}
-	printf("]");
-}
-
 static void info_json(struct relstack_reader *r, const struct rs_tool_opts *o, const struct relstack_run_info *ri)
 {
 	const struct relstack_format *fm = relstack_reader__format(r);
@@ -437,8 +437,8 @@ static void info_json(struct relstack_reader *r, const struct rs_tool_opts *o, c
 	       ri->ring_size, ri->chunk_size, ri->objtab_capacity, ri->schema_capacity,
 	       ri->mode == RELSTACK_MODE_STOP ? "stop-when-full" : "overwrite-oldest", ri->addresses ? "true" : "false",
 	       ri->records, ri->lost, ri->overwritten, ri->skipped, ri->written);
-	info_json_objects(r, o->run);
-	info_json_schemas(r, o->run);
+	info_objects(r, o->run, true);
+	info_schemas(r, o->run, true);
 	printf("}\n");
 }
 
@@ -484,8 +484,8 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 	printf("  counters: %" PRIu64 " records, %" PRIu64 " lost, %" PRIu64 " overwritten, %" PRIu64
 	       " skipped (partial or damaged), %" PRIu64 " bytes written\n",
 	       ri.records, ri.lost, ri.overwritten, ri.skipped, ri.written);
-	info_objects(r, o->run);
-	info_schemas(r, o->run);
+	info_objects(r, o->run, false);
+	info_schemas(r, o->run, false);
 	return 0;
 }
 
