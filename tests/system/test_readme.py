@@ -9,7 +9,9 @@ differs from run to run (times, thread and process ids, run and build ids)
 and the path of the tree ("...") are masked on both sides.
 
 It also checks that the flags the README gives for reliable traces are
-the ones the pkg-config file hands out.
+the ones the pkg-config file hands out, and that a program built with
+them gets a reliable trace where one built without gets an unreliable one
+with its reasons.
 
 Usage: test_readme.py README DEMO_SH BUILDDIR BUILDTYPE
 """
@@ -77,6 +79,51 @@ class Readme(unittest.TestCase):
         desc = subprocess.run(["pkg-config", "--print-variables", "relstack"], env=env,
                               capture_output=True, text=True, check=True).stdout
         self.assertIn("frame_pointer_cflags", desc.split())
+
+    def test_a_program_built_as_the_readme_says_gets_reliable_traces_and_one_built_without_does_not(self):
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(BUILD, "meson-private"))
+        flags = subprocess.run(["pkg-config", "--variable=frame_pointer_cflags", "relstack"], env=env,
+                               capture_output=True, text=True, check=True).stdout.split()
+        src = os.path.join(os.path.dirname(os.path.realpath(README)), "include")
+        lib = os.path.join(BUILD, "src")
+        verdicts = {}
+        with tempfile.TemporaryDirectory(prefix="relstack-fp-") as tmp:
+            with open(os.path.join(tmp, "app.c"), "w") as f:
+                f.write(APP)
+            for name, extra in (("with", flags), ("without", [])):
+                exe = os.path.join(tmp, name)
+                subprocess.run(["cc", "-O2", *extra, "-I", src, os.path.join(tmp, "app.c"), "-L", lib,
+                                "-lrelstack", "-o", exe], check=True)
+                p = subprocess.run([exe], capture_output=True, text=True, check=True,
+                                   env=dict(os.environ, LD_LIBRARY_PATH=lib))
+                verdicts[name] = p.stdout.split()
+        self.assertEqual(verdicts["with"][0], "reliable", verdicts)
+        self.assertEqual(verdicts["without"][0], "unreliable", verdicts)
+        self.assertGreater(len(verdicts["without"]), 1, "an unreliable trace names its reasons")
+
+
+# Three calls deep, then a capture: its verdict and reasons.
+APP = r"""
+#include <stdio.h>
+#include <relstack/relstack.h>
+
+__attribute__((noinline)) static int c(int x)
+{
+	uint64_t w[64];
+	struct relstack_verdict v;
+	int n = relstack_capture(w, 64, 0, 0, &v);
+
+	printf("%s", v.reasons ? "unreliable" : "reliable");
+	for (unsigned b = 0; b < 32; b++)
+		if (v.reasons & (1u << b))
+			printf(" %s", relstack_reason_string(1u << b));
+	printf("\n");
+	return x + n;
+}
+__attribute__((noinline)) static int b(int x) { return c(x * 2) + 1; }
+__attribute__((noinline)) static int a(int x) { return b(x + 3) * 2; }
+int main(int argc, char **argv) { (void)argv; return a(argc) < 0; }
+"""
 
 
 if __name__ == "__main__":
