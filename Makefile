@@ -29,7 +29,13 @@ $(FUZZB)/build.ninja: | deps
 	CC=clang $(MESON) setup $(FUZZB) --buildtype=debugoptimized \
 		-Dfuzz=true -Db_lundef=false -Dbenchmarks=false
 
-demo: all
+# Only what the demo runs: the command, the library and the demo program
+# with its plugin; `make all` and `make check` build the tests and
+# benchmarks too.
+DEMO_TARGETS = tools/relstack demo/relstack-demo demo/librelstack-demo-plugin.so
+
+demo: $(BUILD)/build.ninja
+	ninja -C $(BUILD) $(DEMO_TARGETS)
 	./scripts/demo.sh $(BUILD)
 
 test: all

@@ -2,10 +2,10 @@
 # The main job on a built-in example: run the demo program, which records
 # stacks from several threads through a plugin it loads, unloads and loads
 # again, and then crashes; decode what it left behind.
-# Usage: scripts/demo.sh BUILDDIR
+# Usage: scripts/demo.sh BUILDDIR [FILE]   (FILE: the buffer file, default BUILDDIR/relstack-demo.rsb)
 set -eu
 build=$(cd "${1:-build}" && pwd)
-file="$build/relstack-demo.rsb"
+file="${2:-$build/relstack-demo.rsb}"
 relstack="$build/tools/relstack"
 
 rm -f "$file"

@@ -11,16 +11,19 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <relstack/reader.h>
 #include <relstack/recorder.h>
 #include <relstack/relstack.h>
 
 #include "decode/symbolize.h"
+#include "relstack-local.h"
 #include "tools/output.h"
 
 /* ---- small printing helpers ---- */
@@ -47,21 +50,83 @@ static void print_walltime(FILE *f, uint64_t ns)
 	fprintf(f, "%s.%09" PRIu64 "Z", buf, (uint64_t)(ns % 1000000000u));
 }
 
-/* A string from the file, quoted and escaped (JSON rules; also for text: never raw). */
-static void json_string(FILE *f, const char *s, size_t max)
+/*
+ * Length of the valid UTF-8 sequence at @s (at most @max bytes, NUL ends
+ * the string), or 0 if the byte at @s starts none.  Overlong forms,
+ * surrogates and code points beyond U+10FFFF are not valid (RFC 3629).
+ */
+static size_t utf8_len(const unsigned char *s, size_t max)
 {
-	fputc('"', f);
-	for (size_t i = 0; i < max && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
+	unsigned char c = s[0];
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
 
-		if (c == '"' || c == '\\')
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (n > max)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if (s[i] < lo || s[i] > hi)
+			return 0;
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	return n;
+}
+
+/*
+ * A string from the file, quoted (JSON rules; also for text: never raw).
+ * Valid UTF-8 passes through; '"', '\\', control characters and DEL are
+ * escaped.  A byte that is not part of valid UTF-8 keeps its value: \udcXX
+ * in JSON (the lone surrogate U+DC80..U+DCFF, as Python's surrogateescape
+ * reads it back), \xXX in text.  relstack(1) documents the rule.
+ */
+static void print_string(FILE *f, const char *str, size_t max, bool json)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', f);
+	for (size_t i = 0; i < max && s[i];) {
+		unsigned char c = s[i];
+		size_t n = utf8_len(s + i, max - i);
+
+		if (n == 0)
+			fprintf(f, json ? "\\udc%02x" : "\\x%02x", c);
+		else if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
+		else if (c < 0x20 || c == 0x7f)
 			fprintf(f, "\\u%04x", c);
 		else
-			fputc(c, f);
+			fwrite(s + i, 1, n, f);
+		i += n ? n : 1;
 	}
 	fputc('"', f);
+}
+
+static void json_string(FILE *f, const char *s, size_t max)
+{
+	print_string(f, s, max, true);
+}
+
+static void text_string(FILE *f, const char *s, size_t max)
+{
+	print_string(f, s, max, false);
 }
 
 static const char *basename_of(const char *path)
@@ -131,7 +196,7 @@ static void print_fields(FILE *f, const struct relstack_record *rec, bool json)
 			fputc('}', f);
 		return;
 	}
-	for (unsigned i = 0; i < sc->nfields && i < 16; i++) {
+	for (unsigned i = 0; i < sc->nfields && i < RS_ARRAY_SIZE(sc->field); i++) {
 		const struct relstack_schema_field *fd = &sc->field[i];
 		const uint8_t *p = base + fd->offset;
 		uint64_t u;
@@ -169,7 +234,7 @@ static void print_fields(FILE *f, const struct relstack_record *rec, bool json)
 				fprintf(f, "(SIG%s)", sigabbrev_np((int)s));
 			break;
 		case RELSTACK_FIELD_STRING:
-			json_string(f, (const char *)p, fd->size);
+			print_string(f, (const char *)p, fd->size, json);
 			break;
 		default:
 			fputc('"', f);
@@ -179,6 +244,16 @@ static void print_fields(FILE *f, const struct relstack_record *rec, bool json)
 	}
 	if (json)
 		fputc('}', f);
+}
+
+/* The run @o asks for, or exit 2 naming it. */
+static void run_info(struct relstack_reader *r, const struct rs_tool_opts *o, struct relstack_run_info *ri)
+{
+	int ret = relstack_reader__run_info(r, o->run, ri);
+
+	if (ret < 0)
+		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
+				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
 }
 
 /* ---- info ---- */
@@ -196,12 +271,56 @@ static void info_format(const struct relstack_format *fm)
 	       fm->max_slot, fm->marker_slot, fm->marker_end, fm->marker_unknown, fm->marker_signal);
 }
 
-static void info_objects(struct relstack_reader *r, enum relstack_run_which w)
+/* The text row of one object table slot. */
+static void text_object(uint32_t s, const struct relstack_object *o)
+{
+	printf("  %-5u %-9s %-8s ", s, o->state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
+	       o->base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
+	if (o->build_id_len) {
+		print_hex(stdout, o->build_id, o->build_id_len);
+		printf("%*s", 2 * o->build_id_len < 40 ? (int)(40 - 2 * o->build_id_len) : 0, "");
+	} else {
+		printf("%-40s", "-");
+	}
+	printf(" ");
+	text_string(stdout, o->path, sizeof(o->path));
+	printf("  text 0x%" PRIx64 "+0x%" PRIx64 ", epochs %" PRIu64 "..", o->text_vaddr, o->text_size, o->load_epoch);
+	if (o->unload_epoch)
+		printf("%" PRIu64, o->unload_epoch);
+	printf("%s%s%s\n", o->flags & RELSTACK_OBJECT_MAIN ? ", main" : "",
+	       o->flags & RELSTACK_OBJECT_VDSO ? ", vdso" : "",
+	       o->flags & RELSTACK_OBJECT_NO_FP ? ", no frame pointers" : "");
+}
+
+/* The JSON object of one object table slot (relstack(1), JSON OUTPUT). */
+static void json_object(const struct relstack_object *o)
+{
+	printf("\"%s\",\"base\":\"%s\",\"build_id\":\"", o->state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
+	       o->base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
+	print_hex(stdout, o->build_id, o->build_id_len);
+	printf("\",\"path\":");
+	json_string(stdout, o->path, sizeof(o->path));
+	printf(",\"text_vaddr\":\"0x%" PRIx64 "\",\"text_size\":\"0x%" PRIx64 "\",\"load_epoch\":%" PRIu64
+	       ",\"unload_epoch\":", o->text_vaddr, o->text_size, o->load_epoch);
+	if (o->unload_epoch)
+		printf("%" PRIu64, o->unload_epoch);
+	else
+		printf("null");
+	printf(",\"main\":%s,\"vdso\":%s,\"no_frame_pointers\":%s}", o->flags & RELSTACK_OBJECT_MAIN ? "true" : "false",
+	       o->flags & RELSTACK_OBJECT_VDSO ? "true" : "false", o->flags & RELSTACK_OBJECT_NO_FP ? "true" : "false");
+}
+
+static void info_objects(struct relstack_reader *r, enum relstack_run_which w, bool json)
 {
 	unsigned n = relstack_reader__object_count(r, w);
+	bool first = true;
 
-	printf("objects: %u slots\n", n);
-	printf("  %-5s %-9s %-8s %-40s %s\n", "slot", "state", "base", "build-id", "path");
+	if (json) {
+		printf(",\"objects\":[");
+	} else {
+		printf("objects: %u slots\n", n);
+		printf("  %-5s %-9s %-8s %-40s %s\n", "slot", "state", "base", "build-id", "path");
+	}
 	for (uint32_t s = 0; s < n; s++) {
 		struct relstack_object o;
 		const char *why = NULL;
@@ -209,52 +328,129 @@ static void info_objects(struct relstack_reader *r, enum relstack_run_which w)
 
 		if (ret == -ENOENT)
 			continue;
-		if (ret < 0) {
-			printf("  %-5u %-9s %s\n", s, "damaged", why ? why : relstack_strerror(ret));
+		if (!json) {
+			if (ret < 0)
+				printf("  %-5u %-9s %s\n", s, "damaged", why ? why : relstack_strerror(ret));
+			else
+				text_object(s, &o);
 			continue;
 		}
-		printf("  %-5u %-9s %-8s ", s, o.state == RELSTACK_OBJECT_LOADED ? "loaded" : "unloaded",
-		       o.base == RELSTACK_BASE_STEXT ? "_stext" : "bias");
-		if (o.build_id_len) {
-			print_hex(stdout, o.build_id, o.build_id_len);
-			printf("%*s", 2 * o.build_id_len < 40 ? (int)(40 - 2 * o.build_id_len) : 0, "");
+		printf("%s{\"slot\":%u,\"state\":", first ? "" : ",", s);
+		first = false;
+		if (ret < 0) {
+			printf("\"damaged\",\"reason\":");
+			json_string(stdout, why ? why : relstack_strerror(ret), 256);
+			printf("}");
 		} else {
-			printf("%-40s", "-");
+			json_object(&o);
 		}
-		printf(" ");
-		json_string(stdout, o.path, sizeof(o.path));
-		printf("  text 0x%" PRIx64 "+0x%" PRIx64 ", epochs %" PRIu64 "..", o.text_vaddr, o.text_size,
-		       o.load_epoch);
-		if (o.unload_epoch)
-			printf("%" PRIu64, o.unload_epoch);
-		printf("%s%s%s\n", o.flags & RELSTACK_OBJECT_MAIN ? ", main" : "",
-		       o.flags & RELSTACK_OBJECT_VDSO ? ", vdso" : "",
-		       o.flags & RELSTACK_OBJECT_NO_FP ? ", no frame pointers" : "");
 	}
+	if (json)
+		printf("]");
 }
 
-static void info_schemas(struct relstack_reader *r, enum relstack_run_which w)
+static void info_schemas(struct relstack_reader *r, enum relstack_run_which w, bool json)
 {
 	unsigned n = relstack_reader__schema_count(r, w);
+	bool first = true;
 
-	printf("events: %u schemas\n", n);
+	if (json)
+		printf(",\"events\":[");
+	else
+		printf("events: %u schemas\n", n);
 	for (unsigned i = 0; i < n; i++) {
 		const struct relstack_schema *sc = relstack_reader__schema(r, w, i);
 
 		if (!sc)
 			continue;
-		printf("  id %-3u %.*s (%u bytes of fields)\n", sc->id, (int)sizeof(sc->name), sc->name, sc->size);
-		for (unsigned k = 0; k < sc->nfields && k < 16; k++)
-			printf("         field %-23.*s offset %-4u size %-4u %s\n", (int)sizeof(sc->field[k].name),
-			       sc->field[k].name, sc->field[k].offset, sc->field[k].size, type_name(sc->field[k].type));
+		if (json) {
+			printf("%s{\"id\":%u,\"name\":", first ? "" : ",", sc->id);
+			json_string(stdout, sc->name, sizeof(sc->name));
+			printf(",\"size\":%u,\"fields\":[", sc->size);
+		} else {
+			printf("  id %-3u %.*s (%u bytes of fields)\n", sc->id, (int)sizeof(sc->name), sc->name, sc->size);
+		}
+		first = false;
+		for (unsigned k = 0; k < sc->nfields && k < RS_ARRAY_SIZE(sc->field); k++) {
+			const struct relstack_schema_field *fd = &sc->field[k];
+
+			if (!json) {
+				printf("         field %-23.*s offset %-4u size %-4u %s\n", (int)sizeof(fd->name), fd->name,
+				       fd->offset, fd->size, type_name(fd->type));
+				continue;
+			}
+			printf("%s{\"name\":", k ? "," : "");
+			json_string(stdout, fd->name, sizeof(fd->name));
+			printf(",\"offset\":%u,\"size\":%u,\"type\":\"%s\"}", fd->offset, fd->size, type_name(fd->type));
+		}
+		if (json)
+			printf("]}");
 	}
+	if (json)
+		printf("]");
+}
+
+/*
+ * `info --format json`: one JSON object with what the text shows.  Numbers
+ * follow the rule of relstack(1): addresses, offsets and sizes of code and
+ * marker words are "0x" strings; counts, times, ids are numbers.
+ */
+static void info_json(struct relstack_reader *r, const struct rs_tool_opts *o, const struct relstack_run_info *ri)
+{
+	const struct relstack_format *fm = relstack_reader__format(r);
+
+	printf("{\"file\":");
+	json_string(stdout, o->file, SIZE_MAX);
+	printf(",\"format\":{\"word_size\":%u,\"byte_order\":\"%s\",\"flag_bit\":%u,\"index_shift\":%u,"
+	       "\"index_bits\":%u,\"offset_bits\":%u,\"main_offset_bits\":%u,\"marker_slot\":%u,\"max_slot\":%u,"
+	       "\"marker_end\":\"0x%" PRIx64 "\",\"marker_unknown\":\"0x%" PRIx64 "\",\"marker_signal\":\"0x%" PRIx64
+	       "\"}", fm->word_size, fm->byte_order == RELSTACK_LITTLE_ENDIAN ? "little" : "big", fm->flag_bit,
+	       fm->index_shift, fm->index_bits, fm->offset_bits, fm->main_offset_bits, fm->marker_slot, fm->max_slot,
+	       fm->marker_end, fm->marker_unknown, fm->marker_signal);
+	printf(",\"addresses\":%s,\"runs\":%u,\"damaged_run_areas\":[",
+	       relstack_reader__has_addresses(r) ? "true" : "false", relstack_reader__run_count(r));
+	for (unsigned a = 0, first = 1; a < 2; a++) {
+		const char *err = relstack_reader__run_error(r, a);
+
+		if (!err)
+			continue;
+		printf("%s{\"area\":%u,\"reason\":", first ? "" : ",", a);
+		json_string(stdout, err, 512);
+		printf("}");
+		first = 0;
+	}
+	printf("],\"run\":{\"run\":\"%s\",\"generation\":%" PRIu64 ",\"id\":\"", run_name(o->run), ri->generation);
+	print_hex(stdout, ri->run_id, sizeof(ri->run_id));
+	printf("\",\"pid\":%u,\"comm\":", ri->pid);
+	json_string(stdout, ri->comm, sizeof(ri->comm));
+	printf(",\"state\":\"%s\",\"realtime_ns\":%" PRIu64 ",\"monotonic_ns\":%" PRIu64 ",\"boot_id\":\"",
+	       ri->state == RELSTACK_RUN_CLOSED ? "closed" : "active", ri->realtime_ns, ri->monotonic_ns);
+	print_hex(stdout, ri->boot_id, sizeof(ri->boot_id));
+	printf("\",\"close_monotonic_ns\":");
+	if (ri->close_monotonic_ns)
+		printf("%" PRIu64, ri->close_monotonic_ns);
+	else
+		printf("null");
+	printf(",\"ring_size\":%" PRIu64 ",\"chunk_size\":%u,\"objtab_capacity\":%u,\"schema_capacity\":%u,"
+	       "\"mode\":\"%s\",\"absolute_allowed\":%s,\"records\":%" PRIu64 ",\"lost\":%" PRIu64
+	       ",\"overwritten\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"written\":%" PRIu64 "}",
+	       ri->ring_size, ri->chunk_size, ri->objtab_capacity, ri->schema_capacity,
+	       ri->mode == RELSTACK_MODE_STOP ? "stop-when-full" : "overwrite-oldest", ri->addresses ? "true" : "false",
+	       ri->records, ri->lost, ri->overwritten, ri->skipped, ri->written);
+	info_objects(r, o->run, true);
+	info_schemas(r, o->run, true);
+	printf("}\n");
 }
 
 int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 {
 	struct relstack_run_info ri;
-	int ret;
 
+	run_info(r, o, &ri);
+	if (o->format == RS_FORMAT_JSON) {
+		info_json(r, o, &ri);
+		return 0;
+	}
 	printf("file: %s\n", o->file);
 	info_format(relstack_reader__format(r));
 	printf("addresses: %s\n", relstack_reader__has_addresses(r) ?
@@ -267,14 +463,10 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 		if (err)
 			printf("  run area %u damaged: %s\n", a, err);
 	}
-	ret = relstack_reader__run_info(r, o->run, &ri);
-	if (ret < 0)
-		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
-				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
 	printf("run: %s, generation %" PRIu64 ", id ", run_name(o->run), ri.generation);
 	print_hex(stdout, ri.run_id, sizeof(ri.run_id));
 	printf("\n  process: pid %u, ", ri.pid);
-	json_string(stdout, ri.comm, sizeof(ri.comm));
+	text_string(stdout, ri.comm, sizeof(ri.comm));
 	printf("\n  state: %s\n", ri.state == RELSTACK_RUN_CLOSED ? "closed" :
 	       "active (still being written, or its writer died without closing it)");
 	printf("  started: ");
@@ -292,8 +484,8 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 	printf("  counters: %" PRIu64 " records, %" PRIu64 " lost, %" PRIu64 " overwritten, %" PRIu64
 	       " skipped (partial or damaged), %" PRIu64 " bytes written\n",
 	       ri.records, ri.lost, ri.overwritten, ri.skipped, ri.written);
-	info_objects(r, o->run);
-	info_schemas(r, o->run);
+	info_objects(r, o->run, false);
+	info_schemas(r, o->run, false);
 	return 0;
 }
 
@@ -552,6 +744,8 @@ static void text_frame(struct ctx *c, const struct frame *fr)
 		printf(" => %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]", sym.name, sym.symoff, sym.symsize, obj);
 		if (sym.file)
 			printf(" %s:%u", clean_path(sym.file, path, sizeof(path)), sym.line);
+		if (sym.line_note)
+			printf(" (%s)", sym.line_note);
 		printf("\n");
 		return;
 	}
@@ -597,7 +791,7 @@ static void json_frame(struct ctx *c, const struct frame *fr, bool first)
 	}
 	printf(",\"symbol\":");
 	json_string(stdout, sym.name, 4096);
-	printf(",\"symoff\":%" PRIu64 ",\"symsize\":%" PRIu64 ",\"file\":", sym.symoff, sym.symsize);
+	printf(",\"symoff\":\"0x%" PRIx64 "\",\"symsize\":\"0x%" PRIx64 "\",\"file\":", sym.symoff, sym.symsize);
 	if (sym.file)
 		json_string(stdout, clean_path(sym.file, path, sizeof(path)), sizeof(path));
 	else
@@ -605,6 +799,11 @@ static void json_frame(struct ctx *c, const struct frame *fr, bool first)
 	printf(",\"line\":");
 	if (sym.line)
 		printf("%u", sym.line);
+	else
+		printf("null");
+	printf(",\"line_note\":");
+	if (sym.line_note)
+		json_string(stdout, sym.line_note, 512);
 	else
 		printf("null");
 	printf(",\"inlined\":[");
@@ -743,7 +942,35 @@ static void print_folded(struct ctx *c)
 	free(c->folded);
 }
 
-static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o)
+/*
+ * --symbols OBJECT=FILE: a typo must not pass silently.  OBJECT must name
+ * an object of the run (its recorded path or base name, as the symbolizer
+ * matches it) and FILE must be readable.
+ */
+static void check_symbols_arg(const struct rs_tool_opts *o, const struct objects *os, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	size_t len = (size_t)(eq - arg);
+	char names[512] = "";
+	size_t used = 0;
+
+	if (access(eq + 1, R_OK) != 0)
+		rs_tool_input_error("--symbols %s: cannot read %s: %s", arg, eq + 1, strerror(errno));
+	for (unsigned s = 0; s < os->n; s++) {
+		const char *path = os->slot[s].obj.path, *base = basename_of(path);
+
+		if (os->slot[s].state)
+			continue;
+		if ((strlen(path) == len && !memcmp(path, arg, len)) || (strlen(base) == len && !memcmp(base, arg, len)))
+			return;
+		if (!strstr(names, base) && used + strlen(base) + 3 < sizeof(names))
+			used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", used ? ", " : "", base);
+	}
+	rs_tool_input_error("--symbols %s: the %s run of %s has no object '%.*s' (its objects: %s)", arg,
+			    run_name(o->run), o->file, (int)len, arg, used ? names : "none");
+}
+
+static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o, const struct objects *os)
 {
 	struct rs_symbolizer_opts so = {
 		.sz = sizeof(so),
@@ -757,7 +984,10 @@ static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o)
 	if (!s)
 		rs_tool_input_error("cannot create the symbolizer: %s", strerror(errno));
 	for (unsigned i = 0; i < o->nsymbols; i++) {
-		int ret = rs_symbolizer_add_map_arg(s, o->symbols[i]);
+		int ret;
+
+		check_symbols_arg(o, os, o->symbols[i]);
+		ret = rs_symbolizer_add_map_arg(s, o->symbols[i]);
 
 		if (ret < 0)
 			rs_tool_input_error("--symbols %s: %s", o->symbols[i], relstack_strerror(ret));
@@ -811,10 +1041,7 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 	c.r = r;
 	c.o = o;
 	c.symbolize = symbolize;
-	ret = relstack_reader__run_info(r, o->run, &ri);
-	if (ret < 0)
-		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
-				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+	run_info(r, o, &ri);
 	for (unsigned i = 0; i < o->nevents; i++) {
 		bool known = false;
 
@@ -856,7 +1083,7 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 
 	objects_load(r, o->run, &c.os);
 	if (symbolize)
-		c.sym = make_symbolizer(o);
+		c.sym = make_symbolizer(o, &c.os);
 	for (size_t i = 0; i < n; i++)
 		print_record(&c, &all[i].rec, &ri);
 	if (o->format == RS_FORMAT_FOLDED)

@@ -75,11 +75,13 @@ static const char main_usage[] =
 	"Exit status: 0 success, 1 bad usage, 2 bad input.  See relstack(1).\n";
 
 static const char info_usage[] =
-	"Usage: relstack info [--run current|previous] FILE\n"
+	"Usage: relstack info [--run current|previous] [--format text|json] FILE\n"
 	"Print the format descriptor, the run's identity, clocks and geometry, its\n"
 	"counters (lost, overwritten, skipped), object table and event schemas.\n"
+	"FILE '-' reads standard input.\n"
 	"\n"
-	"  --run current|previous   which run of the file (default: current)\n";
+	"  --run current|previous   which run of the file (default: current)\n"
+	"  --format text|json       output format (default: text)\n";
 
 /* The options dump and report share. */
 #define RECORD_OPTIONS \
@@ -95,12 +97,13 @@ static const char info_usage[] =
 static const char dump_usage[] =
 	"Usage: relstack dump [OPTIONS] FILE\n"
 	"Print every record, each frame as object + offset, without symbols.\n"
+	"FILE '-' reads standard input.\n"
 	"\n"
 	RECORD_OPTIONS;
 
 static const char report_usage[] =
 	"Usage: relstack report [OPTIONS] FILE\n"
-	"Print every record with its frames symbolised.\n"
+	"Print every record with its frames symbolised.  FILE '-' reads standard input.\n"
 	"\n"
 	RECORD_OPTIONS
 	"  --debug-dir DIR          look for debug files under DIR too (repeatable)\n"
@@ -189,18 +192,19 @@ static bool parse_time(const char *s, struct rs_time_bound *t)
 static void parse_args(int argc, char **argv, const char *usage, bool decode_opts, bool symbol_opts,
 		       struct rs_tool_opts *o)
 {
-	int c;
+	int c, idx;
 
 	o->lines = true;
 	o->inlines = true;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", long_opts, NULL)) != -1) {
-		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL || c == OPT_FORMAT;
+	while ((c = getopt_long(argc, argv, "+h", long_opts, &idx)) != -1) {
+		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL;
 		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES;
 
+		/* every option that can be out of place is long: name it, not its argument */
 		if ((dec && !decode_opts) || (sym && !symbol_opts))
-			usage_error("%s: option '%s' does not apply here", argv[0], argv[optind - 1]);
+			usage_error("%s: option '--%s' does not apply here", argv[0], long_opts[idx].name);
 		switch (c) {
 		case 'h':
 			fputs(usage, stdout);
@@ -242,10 +246,11 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 				o->format = RS_FORMAT_TEXT;
 			else if (strcmp(optarg, "json") == 0)
 				o->format = RS_FORMAT_JSON;
-			else if (strcmp(optarg, "folded") == 0)
+			else if (strcmp(optarg, "folded") == 0 && decode_opts)
 				o->format = RS_FORMAT_FOLDED;
 			else
-				usage_error("--format: expected text, json or folded, not '%s'", optarg);
+				usage_error("--format: expected %s, not '%s'", decode_opts ? "text, json or folded" :
+					    "text or json", optarg);
 			break;
 		case OPT_DEBUG_DIR:
 			if (o->ndebug_dirs == RS_ARRAY_MAX)
@@ -280,13 +285,64 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	o->file = argv[optind];
 }
 
-/* Open @o->file, or exit 2 with the reader's one-line reason. */
-static struct relstack_reader *open_file(const struct rs_tool_opts *o)
+/* The largest buffer file read from standard input. */
+#define STDIN_MAX (1ull << 32)
+
+/* Read all of standard input, or exit 2. */
+static void *read_stdin(size_t *len)
 {
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		rs_tool_input_error("standard input: out of memory");
+	for (;;) {
+		size_t got;
+
+		if (n == cap) {
+			char *nb;
+
+			if (cap >= STDIN_MAX)
+				rs_tool_input_error("standard input: larger than any buffer file");
+			cap *= 2;
+			nb = realloc(buf, cap);
+			if (!nb)
+				rs_tool_input_error("standard input: out of memory");
+			buf = nb;
+		}
+		got = fread(buf + n, 1, cap - n, stdin);
+		n += got;
+		if (got == 0) {
+			if (ferror(stdin))
+				rs_tool_input_error("standard input: %s", strerror(errno));
+			break;
+		}
+	}
+	*len = n;
+	return buf;
+}
+
+/* Open @o->file ('-': standard input), or exit 2 with the reader's one-line reason. */
+static struct relstack_reader *open_file(struct rs_tool_opts *o)
+{
+	static const char mem_name[] = "(memory)";
 	char err[512] = "";
 	struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
-	struct relstack_reader *r = relstack_reader__open(o->file, &ro);
+	struct relstack_reader *r;
 
+	if (strcmp(o->file, "-") == 0) {
+		size_t len;
+		void *buf = read_stdin(&len);
+
+		o->file = "standard input";
+		r = relstack_reader__open_mem(buf, len, &ro);
+		free(buf);
+		/* the reader names bytes in memory so; the user gave standard input */
+		if (!r && !strncmp(err, mem_name, sizeof(mem_name) - 1))
+			rs_tool_input_error("%s%s", o->file, err + sizeof(mem_name) - 1);
+	} else {
+		r = relstack_reader__open(o->file, &ro);
+	}
 	if (!r) {
 		if (err[0])
 			rs_tool_input_error("%s", err);

@@ -25,7 +25,7 @@ extern "C" {
 /*
  * The format descriptor, exactly as stored on disk (little-endian, 64
  * bytes).  relstack_format_init() fills the standard layout for a word
- * size; relstack_format_validate() checks one read from a file.
+ * size; relstack_format__validate() checks one read from a file.
  */
 struct relstack_format {
 	uint8_t word_size;        /* 4 or 8 bytes per entry word */
@@ -62,7 +62,7 @@ RELSTACK_API void relstack_format_native(struct relstack_format *fmt);
  * to a static string naming the offending field and what is wrong with it,
  * e.g. "index_bits: index field overlaps the object flag".
  */
-RELSTACK_API int relstack_format_validate(const struct relstack_format *fmt, const char **field);
+RELSTACK_API int relstack_format__validate(const struct relstack_format *fmt, const char **field);
 
 enum relstack_entry_kind {
 	RELSTACK_ENTRY_OBJECT = 1, /* slot and offset are valid */
@@ -98,7 +98,7 @@ struct relstack_entry {
 
 /*
  * Decode one word by the bit positions of @fmt (which must have passed
- * relstack_format_validate()).  Never fails: a word that names nothing
+ * relstack_format__validate()).  Never fails: a word that names nothing
  * comes back as RELSTACK_ENTRY_INVALID with a reason.
  */
 RELSTACK_API void relstack_word_decode(const struct relstack_format *fmt, uint64_t word,

@@ -7,6 +7,13 @@
  * relstack_strerror() names either.  Pointer functions return NULL and set
  * errno.  Functions marked async-signal-safe take no lock, allocate
  * nothing, make no system call and preserve errno.
+ *
+ * Options structs (struct relstack_*_opts) start with `size_t sz`, set to
+ * sizeof the struct the caller was compiled with, and follow one rule
+ * everywhere: sz smaller than sz itself is EINVAL; fields an older
+ * caller's struct lacks take their defaults; a newer caller's struct may
+ * be larger only if every byte beyond the fields this library knows is
+ * zero, otherwise EINVAL.  NULL options mean every default.
  */
 #ifndef RELSTACK_RELSTACK_H
 #define RELSTACK_RELSTACK_H

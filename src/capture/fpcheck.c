@@ -18,10 +18,10 @@
  * Only FDEs of functions that use stack count: a leaf that touches no
  * stack (its CFA never moves) has no frame to keep, with or without
  * -fno-omit-frame-pointer (GCC omits leaf frame pointers by default), and
- * PLT stubs (a CFA expression) are nobody's frame.  Measured on Debian 12
- * (x86-64): libc.so.6 94 of 2,255 counted FDEs keep a frame pointer, ld.so
- * 18 of 202, libm 5 of 495, libstdc++ 126 of 3,347; programs and libraries
- * built with -fno-omit-frame-pointer over 80%.
+ * PLT stubs (a CFA expression) are nobody's frame.  Libraries built
+ * without frame pointers (Debian's libc, ld.so, libm, libstdc++) keep them
+ * in a small share of their counted FDEs, those built with
+ * -fno-omit-frame-pointer in most: RS_FP_PERCENT lies between.
  *
  * While reading, an FDE whose CIE has the 'S' augmentation (a signal
  * frame: glibc's __restore_rt) is searched for the signal-return
@@ -29,9 +29,9 @@
  *
  * The read stops early once a trampoline is found and the FDEs left (at
  * most the count in .eh_frame_hdr's search table, which the linker writes
- * from the same FDEs) could no longer change the verdict either way: in
- * libc.so.6 after 79% of its FDEs.  An object without a trampoline is
- * read to the end, since any FDE could hold one.  This runs for every
+ * from the same FDEs) could no longer change the verdict either way.  An
+ * object without a trampoline is read to the end, since any FDE could hold
+ * one.  This runs for every
  * object at library load, so the one-byte LEB128s that nearly all CFI
  * uses are read inline.
  *

@@ -72,7 +72,7 @@ static int is_marker_word(const struct relstack_format *f, uint64_t w)
 	return ((w >> f->flag_bit) & 1) && ((w >> f->index_shift) & mask_of(f->index_bits)) == f->marker_slot;
 }
 
-int relstack_format_validate(const struct relstack_format *f, const char **field)
+int relstack_format__validate(const struct relstack_format *f, const char **field)
 {
 	const char *bad = NULL;
 	unsigned bits = f->word_size * 8u;

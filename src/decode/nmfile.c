@@ -10,7 +10,9 @@
  *
  * NAME is the rest of the line (nm -C prints blanks inside names); a
  * trailing "[module]" as in kallsyms stays part of it.  Only code symbols
- * (types t T w W i) enter the index; "_etext" is remembered to bound the
+ * (types t T w W i) enter the index; weak ones (w W) may also be data
+ * (nm gives untyped weak symbols W), so they name code but never decide
+ * that a file is of another build (symbolize.c); "_etext" is remembered to bound the
  * last unsized symbol.  Undefined symbols (no address), other comments,
  * file headers of nm on several files and blank lines are skipped; any
  * other line is counted as bad and skipped, so one damaged line loses

@@ -13,7 +13,8 @@
  * A file with another build-id is never read for symbols.  An nm text file
  * carries no build-id unless it has a "# build-id:" comment; it is then
  * held to it, and otherwise to the recorded text segment: a code symbol
- * outside it marks a file of another build.
+ * (not a weak one, which may be data) outside it marks a file of another
+ * build.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +26,10 @@
 #include <unistd.h>
 
 #include <elfutils/libdwelf.h>
+#include <zlib.h>
 
 #include "relstack/relstack.h"
+#include "opts-local.h"
 #include "relstack-local.h"
 #include "symbolize.h"
 #include "symsrc.h"
@@ -107,14 +110,13 @@ struct rs_symbolizer *rs_symbolizer_new(const struct rs_symbolizer_opts *opts)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	if (opts) {
-		size_t n = opts->sz < sizeof(s->opts) ? opts->sz : sizeof(s->opts);
-
-		memcpy(&s->opts, opts, n);
-	} else {
-		s->opts.lines = true;
-	}
 	s->opts.sz = sizeof(s->opts);
+	s->opts.lines = !opts;
+	if (rs_opts_copy(&s->opts, sizeof(s->opts), opts) < 0) {
+		free(s);
+		errno = EINVAL;
+		return NULL;
+	}
 	if (s->opts.inlines)
 		s->opts.lines = true;
 	if (s->opts.n_debug_dirs) {
@@ -311,31 +313,19 @@ static void set_error(struct source *src, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * The standard CRC-32 that .gnu_debuglink records for its target.  The
- * table lives on the stack: symbolizers in different threads share
- * nothing.
- */
+/* .gnu_debuglink records its target's CRC-32, zlib's crc32(). */
 static bool file_crc_matches(int fd, uint32_t want)
 {
 	unsigned char buf[65536];
-	uint32_t table[256], crc = ~0u;
+	uLong crc = crc32(0L, Z_NULL, 0);
 	off_t off = 0;
 	ssize_t r;
 
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-		table[i] = c;
-	}
 	while ((r = pread(fd, buf, sizeof(buf), off)) > 0) {
-		for (ssize_t i = 0; i < r; i++)
-			crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
+		crc = crc32(crc, buf, (uInt)r);
 		off += r;
 	}
-	return r == 0 && ~crc == want;
+	return r == 0 && (uint32_t)crc == want;
 }
 
 enum check {
@@ -634,10 +624,16 @@ static void try_map(struct resolve *r, const struct map *m)
 		goto reject;
 	}
 	if (!info.build_id_len && text_limit(obj)) {
-		/* no build-id to check: every code symbol must lie in the recorded text */
+		/*
+		 * No build-id to check: every code symbol must lie in the recorded
+		 * text.  A weak symbol (nm's W, w) may be data as well as code, as
+		 * glibc's data_start in every executable is: it decides nothing.
+		 */
 		for (size_t i = 0; i < src->ix.n; i++) {
 			uint64_t a = src->ix.addr[i];
 
+			if (rs_symentry_weak(&src->ix.ent[i]))
+				continue;
 			if (a < obj->text_vaddr || a >= text_limit(obj)) {
 				set_error(src, "%s: symbol file %s is of another build: %s at 0x%llx lies outside "
 					  "the recorded text [0x%llx, 0x%llx)", base_name(obj->path), m->file,
@@ -754,9 +750,13 @@ static void fill_lines(struct rs_symbolizer *s, struct source *src, uint64_t add
 		out->line = loc.line;
 		out->column = loc.column;
 		out->line_source = src->lines_from;
+	} else {
+		out->line_note = "no DWARF line for the address";
 	}
 	if (!s->opts.inlines)
 		return;
+	if (!out->line_note)
+		out->line_note = rs_symdwarf_inlines_missing(src->dw, addr);
 	n = rs_symdwarf_inlines(src->dw, addr, in, RS_SYM_MAX_INLINED);
 	if (n <= 0)
 		return;
@@ -780,6 +780,7 @@ int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs
 	memset(out, 0, offsetof(struct rs_sym, inlined));
 	out->source = NULL;
 	out->line_source = NULL;
+	out->line_note = NULL;
 	if (!s || handle < 0 || (size_t)handle >= s->n_objs) {
 		out->reason = RS_SYM_BAD_HANDLE;
 		return -ENOENT;
@@ -795,6 +796,8 @@ int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs
 		addr += src->ix.stext;
 	if (src->dw)
 		fill_lines(s, src, addr, out);
+	else if (s->opts.lines)
+		out->line_note = "no DWARF found for the object";
 	if (rs_symindex_lookup(&src->ix, addr, &hit) < 0) {
 		out->reason = RS_SYM_NO_SYMBOL;
 		return -ENOENT;

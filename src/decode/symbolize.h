@@ -99,9 +99,18 @@ struct rs_sym {
 	struct rs_sym_inlined inlined[RS_SYM_MAX_INLINED];
 	const char *source; /* the file the name came from */
 	const char *line_source; /* the file file:line came from, or NULL */
+	/*
+	 * Why file:line or the inlined frames asked for are missing, e.g. "no
+	 * DWARF found for the object"; NULL when nothing is missing.
+	 */
+	const char *line_note;
 };
 
-/* A symbolizer with @opts (NULL: names and lines, system debug dir).  NULL and errno on failure. */
+/*
+ * A symbolizer with @opts (NULL: names and lines, system debug dir).  NULL
+ * and errno on failure: EINVAL for options that break the rule of
+ * relstack.h (sz too small, or non-zero bytes beyond this struct).
+ */
 struct rs_symbolizer *rs_symbolizer_new(const struct rs_symbolizer_opts *opts);
 
 void rs_symbolizer_free(struct rs_symbolizer *s);

@@ -19,6 +19,14 @@
  * the last piece starting at or below it by walking parent links until a
  * scope covers the address (a parent always has a lower index, so the walk
  * ends on any input).  The DIE walk is bounded in depth.
+ *
+ * Split DWARF (-gsplit-dwarf): the object keeps a skeleton unit per
+ * compile unit, with its ranges and line table, so units and lines come
+ * from the skeleton; the DIE tree, and with it the inlined frames, lives
+ * in the unit's .dwo file, which libdw opens by the skeleton's dwo name
+ * (under its compilation directory, or next to the object).  When libdw
+ * cannot find it, lines still work and the frame says why it has no
+ * inlined frames (rs_symdwarf_inlines_missing()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -62,15 +70,24 @@ struct scopes {
 	size_t nr;
 };
 
-struct unit {
-	Dwarf_Die die;
-	struct scopes *scopes;  /* NULL until the first inline query */
-	bool scopes_failed;
-	bool files_read;
+/* A unit's file table, its names joined to the unit's directory once each. */
+struct filetab {
+	bool read;
 	Dwarf_Files *files;
 	size_t nfiles;
-	char **paths;           /* file names joined to the unit's directory, by file index */
+	char **paths;           /* by file index */
 	const char *comp_dir;
+};
+
+struct unit {
+	Dwarf_Die die;          /* the compile unit, or the skeleton of a split one */
+	Dwarf_Die tree;         /* where its DIEs are: die, or the split unit */
+	Dwarf *tree_dw;         /* the Dwarf that holds tree */
+	char *split_missing;    /* why a skeleton's DIEs are missing (its split unit was not found), or NULL */
+	struct scopes *scopes;  /* NULL until the first inline query */
+	bool scopes_failed;
+	struct filetab lines;   /* file table of die's line program */
+	struct filetab decls;   /* file table DW_AT_call_file of tree's DIEs refers to */
 };
 
 struct rs_symdwarf {
@@ -141,6 +158,37 @@ static void skip_unused_sections(Elf *elf)
 	}
 }
 
+static const char *attr_string(Dwarf_Die *die, unsigned at)
+{
+	Dwarf_Attribute a;
+
+	return dwarf_attr_integrate(die, at, &a) ? dwarf_formstring(&a) : NULL;
+}
+
+static void unit_init(struct rs_symdwarf *d, struct unit *u, uint8_t unit_type, Dwarf_Die *cudie,
+		      Dwarf_Die *subdie)
+{
+	const char *dwo;
+
+	u->die = *cudie;
+	u->tree = *cudie;
+	u->tree_dw = d->dw;
+	if (unit_type != DW_UT_skeleton)
+		return;
+	/* dwarf_get_units() gives the split unit, or a zeroed DIE if it found none */
+	if (subdie->addr && dwarf_tag(subdie) == DW_TAG_compile_unit && dwarf_cu_getdwarf(subdie->cu)) {
+		u->tree = *subdie;
+		u->tree_dw = dwarf_cu_getdwarf(subdie->cu);
+		return;
+	}
+	dwo = attr_string(cudie, DW_AT_dwo_name);
+	if (!dwo)
+		dwo = attr_string(cudie, DW_AT_GNU_dwo_name);
+	if (asprintf(&u->split_missing, "split DWARF unit %s not found: inlined frames unknown "
+		     "(DWARF packages, .dwp, are not read)", dwo ? dwo : "(unnamed)") < 0)
+		u->split_missing = NULL;
+}
+
 struct rs_symdwarf *rs_symdwarf_new(Elf *elf)
 {
 	struct rs_symdwarf *d = calloc(1, sizeof(*d));
@@ -166,7 +214,7 @@ struct rs_symdwarf *rs_symdwarf_new(Elf *elf)
 		r = dwarf_get_units(d->dw, cu, &cu, &version, &unit_type, &cudie, &subdie);
 		if (r != 0)
 			break; /* 1: no more units; -1: damaged, keep what we have */
-		if (unit_type != DW_UT_compile)
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_skeleton)
 			continue;
 		if (d->nunits == ucap) {
 			size_t c = ucap ? ucap * 2 : 64;
@@ -178,7 +226,7 @@ struct rs_symdwarf *rs_symdwarf_new(Elf *elf)
 			ucap = c;
 		}
 		memset(&d->units[d->nunits], 0, sizeof(d->units[0]));
-		d->units[d->nunits].die = cudie;
+		unit_init(d, &d->units[d->nunits], unit_type, &cudie, &subdie);
 		for (int k = 0; k < MAX_RANGES_PER_DIE * 16; k++) {
 			off = dwarf_ranges(&cudie, off, &base, &lo, &hi);
 			if (off <= 0)
@@ -208,15 +256,22 @@ static void scopes_free(struct scopes *sc)
 	free(sc);
 }
 
+static void filetab_free(struct filetab *t)
+{
+	for (size_t k = 0; t->paths && k < t->nfiles; k++)
+		free(t->paths[k]);
+	free(t->paths);
+}
+
 void rs_symdwarf_free(struct rs_symdwarf *d)
 {
 	if (!d)
 		return;
 	for (size_t i = 0; i < d->nunits; i++) {
 		scopes_free(d->units[i].scopes);
-		for (size_t k = 0; d->units[i].paths && k < d->units[i].nfiles; k++)
-			free(d->units[i].paths[k]);
-		free(d->units[i].paths);
+		filetab_free(&d->units[i].lines);
+		filetab_free(&d->units[i].decls);
+		free(d->units[i].split_missing);
 	}
 	free(d->units);
 	free(d->ur);
@@ -245,41 +300,40 @@ static struct unit *unit_of(struct rs_symdwarf *d, uint64_t addr)
 }
 
 /*
- * File @idx of unit @u as a path: relative names are joined to the unit's
- * compilation directory, as addr2line and llvm-symbolizer print them.
- * Joined once per file and kept.
+ * File @idx of the file table of @die as a path: relative names are joined
+ * to the unit's compilation directory, as addr2line and llvm-symbolizer
+ * print them.  Joined once per file and kept in @t.
  */
-static const char *unit_file(struct unit *u, size_t idx)
+static const char *unit_file(struct filetab *t, Dwarf_Die *die, size_t idx)
 {
 	const char *name;
 	char *p;
 
-	if (!u->files_read) {
-		Dwarf_Attribute a;
-
-		u->files_read = true;
-		if (dwarf_getsrcfiles(&u->die, &u->files, &u->nfiles) != 0) {
-			u->files = NULL;
-			u->nfiles = 0;
+	if (!t->read) {
+		t->read = true;
+		if (dwarf_getsrcfiles(die, &t->files, &t->nfiles) != 0) {
+			t->files = NULL;
+			t->nfiles = 0;
 		}
-		if (u->nfiles)
-			u->paths = calloc(u->nfiles, sizeof(*u->paths));
-		if (!u->paths)
-			u->nfiles = 0;
-		u->comp_dir = dwarf_attr(&u->die, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
+		if (t->nfiles)
+			t->paths = calloc(t->nfiles, sizeof(*t->paths));
+		if (!t->paths)
+			t->nfiles = 0;
+		/* integrated: a split unit takes it from its skeleton */
+		t->comp_dir = attr_string(die, DW_AT_comp_dir);
 	}
-	if (idx >= u->nfiles)
+	if (idx >= t->nfiles)
 		return NULL;
-	if (u->paths[idx])
-		return u->paths[idx];
-	name = dwarf_filesrc(u->files, idx, NULL, NULL);
+	if (t->paths[idx])
+		return t->paths[idx];
+	name = dwarf_filesrc(t->files, idx, NULL, NULL);
 	if (!name)
 		return NULL;
-	if (name[0] == '/' || !u->comp_dir || !u->comp_dir[0])
+	if (name[0] == '/' || !t->comp_dir || !t->comp_dir[0])
 		p = strdup(name);
-	else if (asprintf(&p, "%s/%s", u->comp_dir, name) < 0)
+	else if (asprintf(&p, "%s/%s", t->comp_dir, name) < 0)
 		p = NULL;
-	u->paths[idx] = p;
+	t->paths[idx] = p;
 	return p ? p : name;
 }
 
@@ -297,10 +351,10 @@ int rs_symdwarf_line(struct rs_symdwarf *d, uint64_t addr, struct rs_dwloc *loc)
 	if (!line)
 		return -ENOENT;
 	loc->file = NULL;
-	if (dwarf_line_file(line, &files, &idx) == 0 && !u->files_read)
-		(void)unit_file(u, 0);
-	if (u->files == files)
-		loc->file = unit_file(u, idx);
+	if (dwarf_line_file(line, &files, &idx) == 0 && !u->lines.read)
+		(void)unit_file(&u->lines, &u->die, 0);
+	if (u->lines.files == files)
+		loc->file = unit_file(&u->lines, &u->die, idx);
 	if (!loc->file)
 		loc->file = dwarf_linesrc(line, NULL, NULL);
 	if (dwarf_lineno(line, &n) != 0)
@@ -433,7 +487,7 @@ static struct scopes *build_scopes(struct unit *u)
 	if (!b.sc)
 		return NULL;
 	/* iterative pre-order walk: stack[depth] is the current DIE at that level */
-	if (dwarf_child(&u->die, &stack[0]) != 0)
+	if (dwarf_child(&u->tree, &stack[0]) != 0)
 		goto done;
 	owner[0] = -1;
 	for (;;) {
@@ -494,6 +548,13 @@ static bool scope_holds(const struct scopes *sc, int32_t i, uint64_t addr)
 	return false;
 }
 
+const char *rs_symdwarf_inlines_missing(struct rs_symdwarf *d, uint64_t addr)
+{
+	struct unit *u = unit_of(d, addr);
+
+	return u ? u->split_missing : NULL;
+}
+
 int rs_symdwarf_inlines(struct rs_symdwarf *d, uint64_t addr, struct rs_dwinline *out, unsigned max)
 {
 	struct unit *u = unit_of(d, addr);
@@ -529,9 +590,9 @@ int rs_symdwarf_inlines(struct rs_symdwarf *d, uint64_t addr, struct rs_dwinline
 			Dwarf_Die die;
 
 			s->resolved = true;
-			if (dwarf_offdie(d->dw, s->die, &die)) {
+			if (dwarf_offdie(u->tree_dw, s->die, &die)) {
 				s->name = die_name(&die);
-				s->call.file = unit_file(u, udata(&die, DW_AT_call_file));
+				s->call.file = unit_file(&u->decls, &u->tree, udata(&die, DW_AT_call_file));
 				s->call.line = udata(&die, DW_AT_call_line);
 				s->call.column = udata(&die, DW_AT_call_column);
 			}

@@ -18,7 +18,8 @@
  *
  * Aliases (several symbols at one address) collapse into one entry: the
  * sized one, then the function, then global over weak over local, then
- * the name without a symbol version, then the first seen.  Unsized symbols (nm files without -S, some assembly)
+ * the name without a symbol version, then the first seen; the version itself
+ * is cut from every name.  Unsized symbols (nm files without -S, some assembly)
  * extend to the next symbol.  Symbols may nest (a sized function with a
  * label inside it); parent[] links each entry to the nearest earlier one
  * whose range covers its start, so a lookup that lands past the end of the
@@ -78,6 +79,15 @@ int rs_symindex_add(struct rs_symindex *ix, uint64_t addr, uint64_t size, const 
 		ix->pool = p;
 		ix->pool_cap = cap;
 	}
+	/*
+	 * A symbol version ("fopen@@GLIBC_2.2.5") is not part of the function's
+	 * name: it goes, as addr2line drops it, once it has ranked the alias.
+	 */
+	const char *at = name_len > 1 ? memchr(name + 1, '@', name_len - 1) : NULL;
+	bool versioned = at != NULL;
+
+	if (at)
+		name_len = (size_t)(at - name);
 	if (name_len == 6 && !memcmp(name, "_stext", 6)) {
 		ix->stext = addr;
 		ix->has_stext = true;
@@ -92,7 +102,7 @@ int rs_symindex_add(struct rs_symindex *ix, uint64_t addr, uint64_t size, const 
 	e->name = (uint32_t)ix->pool_len;
 	e->parent = (int32_t)ix->n; /* insertion order until sealed: the tie-breaker */
 	/* between equals, a plain name beats a versioned one ("fopen@@GLIBC_2.2.5") */
-	e->rank = (uint8_t)(rank << 1 | !memchr(name, '@', name_len));
+	e->rank = (uint8_t)(rank << 1 | !versioned);
 	e->sized = size != 0;
 	ix->addr[ix->n] = addr;
 	ix->n++;

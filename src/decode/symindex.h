@@ -49,6 +49,12 @@ struct rs_symhit {
 	bool sized;                 /* false: size implied by the next symbol */
 };
 
+/* Whether @e was added with rank RS_SYMRANK_WEAK. */
+static inline bool rs_symentry_weak(const struct rs_symentry *e)
+{
+	return (e->rank >> 1 & 3) == RS_SYMRANK_WEAK;
+}
+
 void rs_symindex_init(struct rs_symindex *ix);
 void rs_symindex_fini(struct rs_symindex *ix);
 

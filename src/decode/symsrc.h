@@ -83,4 +83,11 @@ int rs_symdwarf_line(struct rs_symdwarf *d, uint64_t addr, struct rs_dwloc *loc)
  */
 int rs_symdwarf_inlines(struct rs_symdwarf *d, uint64_t addr, struct rs_dwinline *out, unsigned max);
 
+/*
+ * Why the inlined functions at @addr are unknown: a message naming the
+ * .dwo file of the split unit covering @addr that libdw could not find.
+ * NULL otherwise.
+ */
+const char *rs_symdwarf_inlines_missing(struct rs_symdwarf *d, uint64_t addr);
+
 #endif

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "capture/objtab.h"
+#include "opts-local.h"
 #include "relstack/recorder.h"
 #include "relstack/relstack.h"
 #include "ring/recorder-local.h"
@@ -386,15 +387,8 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 		errno = EINVAL;
 		return NULL;
 	}
-	if (opts) {
-		if (opts->sz < sizeof(size_t))
-			goto einval;
-		/* a newer caller: every field this library does not know must be zero */
-		for (size_t i = sizeof(o); i < opts->sz; i++)
-			if (((const unsigned char *)opts)[i])
-				goto einval;
-		memcpy(&o, opts, opts->sz < sizeof(o) ? opts->sz : sizeof(o));
-	}
+	if (rs_opts_copy(&o, sizeof(o), opts) < 0)
+		goto einval;
 	if (o.mode != RELSTACK_MODE_OVERWRITE && o.mode != RELSTACK_MODE_STOP)
 		goto einval;
 	if (o.flags & ~RELSTACK_RECORDER_ABSOLUTE)

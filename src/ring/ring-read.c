@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "capture/objtab.h"
+#include "opts-local.h"
 #include "relstack/reader.h"
 #include "relstack/recorder.h"
 #include "relstack/relstack.h"
@@ -132,7 +133,7 @@ static int check_file(struct relstack_reader *r, const struct relstack_reader_op
 		say(o, name, "offset 0x80 (head_hash): file head checksum mismatch");
 		return -RELSTACK_ECORRUPT;
 	}
-	if (relstack_format_validate(&f->format, &field) < 0) {
+	if (relstack_format__validate(&f->format, &field) < 0) {
 		say(o, name, "offset 0x10 (format descriptor): %s", field ? field : "invalid");
 		return -RELSTACK_EFORMAT;
 	}
@@ -550,7 +551,7 @@ struct relstack_reader *relstack_reader__open_mem(const void *buf, size_t size, 
 {
 	unsigned char *mem;
 
-	if (!buf && size) {
+	if ((!buf && size) || !rs_opts_valid(o, sizeof(*o))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -571,7 +572,7 @@ struct relstack_reader *relstack_reader__open(const char *path, const struct rel
 	size_t got = 0;
 	int fd, err;
 
-	if (!path) {
+	if (!path || !rs_opts_valid(o, sizeof(*o))) {
 		errno = EINVAL;
 		return NULL;
 	}

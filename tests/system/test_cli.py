@@ -7,7 +7,7 @@ reloads, then crashes), then checks what `relstack info|dump|report` print
 for the file it left, and that every bad input gets one line naming the
 file, exit status 2 (1 for bad usage), and never a crash.
 
-Usage: test_cli.py RELSTACK DEMO PLUGIN
+Usage: test_cli.py RELSTACK DEMO PLUGIN MANPAGE
 """
 import json
 import os
@@ -20,8 +20,8 @@ import sys
 import tempfile
 import unittest
 
-RELSTACK, DEMO, PLUGIN = sys.argv[1:4]
-del sys.argv[1:4]
+RELSTACK, DEMO, PLUGIN, MANPAGE = sys.argv[1:5]
+del sys.argv[1:5]
 
 # Under AddressSanitizer the demo's SIGSEGV must reach relstack's crash
 # handler and then the default action, as it does in a normal build.
@@ -29,8 +29,12 @@ DEMO_ENV = dict(os.environ)
 DEMO_ENV["ASAN_OPTIONS"] = DEMO_ENV.get("ASAN_OPTIONS", "") + ":handle_segv=0:handle_abort=0"
 
 
+def run_demo_exe(exe, path, plugin):
+    return subprocess.run([exe, path, plugin], capture_output=True, timeout=60, env=DEMO_ENV)
+
+
 def run_demo(path, plugin):
-    return subprocess.run([DEMO, path, plugin], capture_output=True, timeout=60, env=DEMO_ENV)
+    return run_demo_exe(DEMO, path, plugin)
 
 
 def run(*args, check=None):
@@ -183,25 +187,165 @@ class Cli(unittest.TestCase):
             self.assertEqual(p.returncode, 1, (args, p.stderr))
             self.assertTrue(p.stderr.startswith("relstack: "), p.stderr)
 
+    def test_a_misplaced_option_is_named_not_its_argument(self):
+        p = run("dump", "--debug-dir", "SOMEDIR", self.file, check=1)
+        self.assertIn("'--debug-dir' does not apply", p.stderr)
+        self.assertNotIn("SOMEDIR", p.stderr)
+        p = run("info", "--symbols", "a=b", self.file, check=1)
+        self.assertIn("'--symbols' does not apply", p.stderr)
+        p = run("info", "--format", "folded", self.file, check=1)
+        self.assertIn("text or json", p.stderr)
+
     def test_help_for_every_command(self):
         self.assertIn("Commands:", run("--help", check=0).stdout)
         for c in ("info", "dump", "report"):
             self.assertIn(f"relstack {c}", run(c, "--help", check=0).stdout)
 
+    def test_info_as_json_says_what_the_text_says(self):
+        text = run("info", self.file, check=0).stdout
+        out = run("info", "--format", "json", self.file, check=0).stdout
+        self.assertEqual(len(out.splitlines()), 1)
+        info = json.loads(out)
+        self.assertEqual(info["format"]["word_size"], 8)
+        self.assertEqual(info["run"]["generation"], 1)
+        self.assertIn(f"id {info['run']['id']}", text)
+        self.assertIn(f"{info['run']['records']} records", text)
+        plugin = os.path.realpath(PLUGIN)
+        slots = [o for o in info["objects"] if o["path"] == plugin]
+        self.assertEqual(sorted(o["state"] for o in slots), ["loaded", "unloaded"])
+        for o in info["objects"]:
+            self.assertRegex(o["text_size"], r"^0x[0-9a-f]+$")
+            self.assertIn(f"text {o['text_vaddr']}+{o['text_size']}", text)
+        self.assertIn("request", [e["name"] for e in info["events"]])
+
+    def test_a_dash_reads_the_file_from_standard_input(self):
+        with open(self.file, "rb") as f:
+            p = subprocess.run([RELSTACK, "dump", "-"], stdin=f, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, run("dump", self.file, check=0).stdout)
+        p = subprocess.run([RELSTACK, "info", "-"], input=b"\x7fELF" + bytes(200), capture_output=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 2)
+        self.assertTrue(p.stderr.decode().startswith("relstack: standard input: "), p.stderr)
+
+    def test_json_numbers_follow_one_rule(self):
+        """Offsets and sizes in code are "0x" strings, as nm prints them; counts and times are numbers."""
+        out = run("report", "--format", "json", self.file, check=0).stdout
+        named = 0
+        for line in out.splitlines():
+            r = json.loads(line)
+            for k in ("generation", "ts_ns", "realtime_ns", "tid"):
+                self.assertIsInstance(r[k], int, k)
+            for k in ("has_stack", "absolute", "reliable"):
+                self.assertIsInstance(r[k], bool, k)
+            for f in r["frames"]:
+                if "offset" in f:
+                    self.assertIsInstance(f["slot"], int)
+                    self.assertRegex(f["offset"], r"^0x[0-9a-f]+$")
+                if "symbol" in f:
+                    self.assertRegex(f["symoff"], r"^0x[0-9a-f]+$")
+                    self.assertRegex(f["symsize"], r"^0x[0-9a-f]+$")
+                    self.assertLessEqual(int(f["symoff"], 16), int(f["symsize"], 16))
+                    named += 1
+        self.assertGreater(named, 5)
+
+    def test_every_printed_json_key_is_documented_in_the_man_page(self):
+        page = open(MANPAGE).read()
+        documented = set(re.findall(r"^\.(?:B|I|IR|BR|RI) ([a-z_]+)", page, re.M))
+        keys = set()
+
+        def collect(v):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    if k != "fields" or not isinstance(x, dict):
+                        keys.add(k)
+                        collect(x)
+            elif isinstance(v, list):
+                for x in v:
+                    collect(x)
+        for cmd in (["report", "--format", "json"], ["dump", "--format", "json"], ["info", "--format", "json"]):
+            for line in run(*cmd, self.file, check=0).stdout.splitlines():
+                collect(json.loads(line))
+        self.assertTrue({"generation", "realtime_ns", "has_stack", "absolute", "slot", "return_address"} <= keys)
+        self.assertEqual(sorted(keys - documented), [])
+
+    def test_text_that_is_not_ascii_passes_through_and_bad_bytes_say_what_they_were(self):
+        d = os.path.join(os.fsencode(self.tmp), "café".encode(), "日本".encode(), b"bad\xffbyte")
+        os.makedirs(d)
+        plug = os.path.join(d, b"librelstack-demo-plugin.so")
+        shutil.copy(PLUGIN, plug)
+        path = os.path.join(self.tmp, "utf8.rsb")
+        p = subprocess.run([DEMO, path, plug], capture_output=True, timeout=60, env=DEMO_ENV)
+        self.assertEqual(p.returncode, -signal.SIGSEGV)
+        raw = subprocess.run([RELSTACK, "report", "--format", "json", path], capture_output=True, timeout=120)
+        self.assertEqual(raw.returncode, 0, raw.stderr)
+        self.assertIn("/café/日本/".encode(), raw.stdout)  # UTF-8 as it is, not \u00c3...
+        self.assertIn(b"bad\\udcffbyte", raw.stdout)
+        want = os.fsdecode(os.path.realpath(plug))  # the bad byte as surrogateescape reads it
+        objects = {f["object"] for l in raw.stdout.decode().splitlines() for f in json.loads(l)["frames"]
+                   if "object" in f}
+        self.assertIn(want, objects)
+        self.assertEqual(want.encode("utf-8", "surrogateescape"), os.path.realpath(plug))
+        info = subprocess.run([RELSTACK, "info", path], capture_output=True, timeout=120).stdout
+        self.assertIn("/café/日本/bad\\xffbyte/".encode(), info)
+
+    def test_nm_output_of_an_executable_names_its_frames(self):
+        """nm of any glibc executable lists the weak data symbol data_start: it marks no other build."""
+        d = tempfile.mkdtemp(dir=self.tmp)
+        exe = os.path.join(d, "relstack-demo")
+        shutil.copy(DEMO, exe)
+        path = os.path.join(d, "f.rsb")
+        p = run_demo_exe(exe, path, PLUGIN)
+        self.assertEqual(p.returncode, -signal.SIGSEGV)
+        nm = subprocess.run(["nm", exe], capture_output=True, text=True, check=True).stdout
+        self.assertRegex(nm, r"(?m)^[0-9a-f]+ W data_start$")
+        nmfile = os.path.join(d, "demo.nm")
+        with open(nmfile, "w") as f:
+            f.write(nm)
+        os.unlink(exe)  # the executable is gone: only its nm output is left
+        p = run("report", "--event", "crash", "--symbols", f"relstack-demo={nmfile}", path, check=0)
+        self.assertIn("cache_flush+0x", p.stdout)
+        self.assertEqual(p.stderr, "")
+        # with the build-id line the man page documents, the file is held to it
+        bid = re.search(r'"build_id":"([0-9a-f]+)"', run("dump", "--format", "json", path, check=0).stdout)
+        with open(nmfile, "w") as f:
+            f.write(f"# build-id: {'0' * len(bid.group(1))}\n" + nm)
+        p = run("report", "--event", "crash", "--symbols", f"relstack-demo={nmfile}", path, check=2)
+        self.assertIn("build-id", p.stderr)
+        self.assertIn(nmfile, p.stderr)
+
     # -- bad input --
+
+    def test_symbols_for_an_object_the_file_lacks_or_a_missing_file_are_refused(self):
+        nmfile = os.path.join(self.tmp, "some.nm")
+        with open(nmfile, "w") as f:
+            f.write("0000000000001000 T f\n")
+        p = run("report", "--symbols", f"nosuch={nmfile}", self.file, check=2)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn("'nosuch'", p.stderr)
+        self.assertIn("relstack-demo", p.stderr)  # the objects it could have meant
+        absent = os.path.join(self.tmp, "absent.nm")
+        p = run("report", "--symbols", f"relstack-demo={absent}", self.file, check=2)
+        self.assertIn(absent, p.stderr)
+        self.assertIn("no such file", p.stderr.lower())
+        self.assertEqual(p.stdout, "")
+
 
     def test_missing_file(self):
         path = os.path.join(self.tmp, "absent.rsb")
         self.expect_input_error(["info", path], path, ["no such file"])
 
     def test_truncated_file(self):
-        for n in (0, 10, 100, 5000, len(self.data) // 2):
+        for n in (0, 10, 100, 5000, len(self.data) // 2, len(self.data) - 1):
             path = self.damaged(f"trunc{n}.rsb", self.data[:n])
-            p = run("report", path)
-            self.assertIn(p.returncode, (0, 2), p.stderr)
-            if p.returncode == 2:
-                self.assertIn(path, p.stderr)
-                self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+            for cmd in ("info", "dump", "report"):
+                p = run(cmd, path, check=2)
+                lines = p.stderr.strip().splitlines()
+                self.assertEqual(len(lines), 1, p.stderr)
+                self.assertIn(path, lines[0])
+                self.assertEqual(p.stdout, "", (cmd, n))
+                if n:
+                    self.assertRegex(lines[0], r"truncated|file ends inside", (cmd, n))
 
     def test_not_a_relstack_file(self):
         path = self.damaged("notours.rsb", b"\x7fELF" + bytes(4092))

@@ -16,7 +16,7 @@ static void standard_64bit_layout_matches_the_specification(void **state)
 	struct relstack_format f;
 
 	assert_int_equal(relstack_format_init(&f, 8), 0);
-	assert_int_equal(relstack_format_validate(&f, NULL), 0);
+	assert_int_equal(relstack_format__validate(&f, NULL), 0);
 	assert_int_equal(f.flag_bit, 63);
 	assert_int_equal(f.index_bits, 10);
 	assert_int_equal(f.index_shift, 53);
@@ -33,7 +33,7 @@ static void standard_32bit_layout_matches_the_specification(void **state)
 	struct relstack_format f;
 
 	assert_int_equal(relstack_format_init(&f, 4), 0);
-	assert_int_equal(relstack_format_validate(&f, NULL), 0);
+	assert_int_equal(relstack_format__validate(&f, NULL), 0);
 	assert_int_equal(f.flag_bit, 31);
 	assert_int_equal(f.index_bits, 7);
 	assert_int_equal(f.index_shift, 24);
@@ -166,7 +166,7 @@ static void descriptor_with_other_widths_decodes_by_its_own_fields(void **state)
 	f.marker_end = (1ull << 63) | (4095ull << 40) | 1;
 	f.marker_unknown = (1ull << 63) | (4095ull << 40) | 2;
 	f.marker_signal = (1ull << 63) | (4095ull << 40) | 3;
-	assert_int_equal(relstack_format_validate(&f, NULL), 0);
+	assert_int_equal(relstack_format__validate(&f, NULL), 0);
 
 	relstack_word_decode(&f, (1ull << 63) | (3000ull << 40) | 0xabcdef, &e);
 	assert_int_equal(e.kind, RELSTACK_ENTRY_OBJECT);
@@ -193,7 +193,7 @@ static void descriptor_with_other_widths_decodes_by_its_own_fields(void **state)
 	f.offset_bits = 26;
 	f.marker_slot = 31;
 	f.max_slot = 30;
-	assert_int_equal(relstack_format_validate(&f, NULL), 0);
+	assert_int_equal(relstack_format__validate(&f, NULL), 0);
 	relstack_word_decode(&f, 0x80000000u | (17u << 26) | 0x3ffffffu, &e);
 	assert_int_equal(e.kind, RELSTACK_ENTRY_OBJECT);
 	assert_int_equal(e.slot, 17);
@@ -204,7 +204,7 @@ static void expect_rejected(struct relstack_format *f, const char *field_prefix)
 {
 	const char *why = NULL;
 
-	assert_int_equal(relstack_format_validate(f, &why), -EINVAL);
+	assert_int_equal(relstack_format__validate(f, &why), -EINVAL);
 	assert_non_null(why);
 	assert_true(strncmp(why, field_prefix, strlen(field_prefix)) == 0);
 }

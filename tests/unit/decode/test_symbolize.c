@@ -440,6 +440,146 @@ static void a_debug_file_of_another_build_under_the_build_id_path_is_refused(voi
 	(void)state;
 }
 
+/* ---- options ---- */
+
+struct grown_symbolizer_opts {
+	struct rs_symbolizer_opts known;
+	uint64_t newer_field;
+};
+
+static void symbolizer_options_follow_the_one_size_rule(void **state)
+{
+	struct rs_symbolizer_opts too_small = { .sz = 0 };
+	struct rs_symbolizer_opts old = { .sz = sizeof(size_t) };
+	struct grown_symbolizer_opts newer = { .known = { .sz = sizeof(newer), .lines = true } };
+	struct rs_symbolizer *s;
+
+	errno = 0;
+	assert_null(rs_symbolizer_new(&too_small));
+	assert_int_equal(errno, EINVAL);
+	newer.newer_field = 1;
+	errno = 0;
+	assert_null(rs_symbolizer_new(&newer.known));
+	assert_int_equal(errno, EINVAL);
+	newer.newer_field = 0;
+	s = rs_symbolizer_new(&newer.known);
+	assert_non_null(s);
+	rs_symbolizer_free(s);
+	s = rs_symbolizer_new(&old);
+	assert_non_null(s);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
+/* ---- split DWARF ---- */
+
+static const char split_source[] =
+	"extern int printf(const char *, ...);\n"
+	"static inline __attribute__((always_inline)) int inner(int x)\n"
+	"{\n"
+	"	return x * 3 + printf(\"%d\\n\", x);\n"
+	"}\n"
+	"__attribute__((noinline)) int outer(int x)\n"
+	"{\n"
+	"	return inner(x) + 1;\n"
+	"}\n";
+
+/* The answers of @tool ("addr2line -i" or "eu-addr2line") for @addr of @file: names and file:line. */
+static void addr2line_at(const char *tool, const char *file, uint64_t addr, char *out, size_t len)
+{
+	char cmd[8192];
+	size_t n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s -f -e '%s' 0x%llx", tool, file, (unsigned long long)addr);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	pclose(p);
+}
+
+/*
+ * Lines come from the skeleton in the object, inlined frames from the .dwo
+ * file, found next to the object after both moved away from where they
+ * were built; eu-addr2line gives the lines, addr2line on a build without
+ * -gsplit-dwarf the inlined frames.  Without the .dwo file the lines stay
+ * and each frame says why it has no inlined frames.
+ */
+static void split_dwarf_gives_lines_and_inlined_frames_or_says_why_not(void **state)
+{
+	struct rs_symbolizer_opts o = { .sz = sizeof(o), .lines = true, .inlines = true };
+	struct relstack_object obj;
+	struct rs_symbolizer *s;
+	uint64_t addr, size;
+	unsigned inlined = 0, lines = 0;
+	FILE *f;
+	int h;
+
+	sh("mkdir -p '%s' '%s' '%s'", tpath("split"), tpath("split/moved"), tpath("plain"));
+	f = fopen(tpath("split/sd.c"), "w");
+	assert_non_null(f);
+	fputs(split_source, f);
+	fclose(f);
+	sh("cd '%s' && cc -O2 -g -gsplit-dwarf -fPIC -c sd.c && cc -shared -o libsd.so sd.o && "
+	   "mv libsd.so sd.dwo moved/",
+	   tpath("split"));
+	sh("cd '%s' && cc -O2 -g -fPIC -shared -o '%s' sd.c", tpath("split"), tpath("plain/libsd.so"));
+	sh("rm '%s'", tpath("split/sd.c"));
+	assert_int_equal(rs_object_from_file(tpath("split/moved/libsd.so"), &obj), 0);
+	nm_symbol(tpath("split/moved/libsd.so"), "outer", &addr, &size);
+
+	s = rs_symbolizer_new(&o);
+	assert_non_null(s);
+	h = add_object(s, &obj);
+	for (uint64_t a = addr; a < addr + size; a++) {
+		char want[4096], want_inl[4096], got[64];
+		struct rs_sym sym;
+
+		assert_int_equal(rs_symbolize(s, h, a, &sym), 0);
+		assert_string_equal(sym.name, "outer");
+		assert_null(sym.line_note);
+		/* eu-addr2line: "outer\n/dir/sd.c:LINE:COL\n", the line-table row (the innermost location) */
+		addr2line_at("eu-addr2line", tpath("split/moved/libsd.so"), a, want, sizeof(want));
+		assert_non_null(sym.file);
+		assert_true(ends_with(sym.file, "/sd.c"));
+		snprintf(got, sizeof(got), "/sd.c:%u:", sym.n_inlined ? sym.inlined[0].line : sym.line);
+		assert_non_null(strstr(want, got));
+		lines++;
+		/* addr2line -i on the plain build names "inner" first where it is inlined */
+		addr2line_at("addr2line -i", tpath("plain/libsd.so"), a, want_inl, sizeof(want_inl));
+		if (!strncmp(want_inl, "inner\n", 6)) {
+			assert_int_equal(sym.n_inlined, 1);
+			assert_string_equal(sym.inlined[0].name, "inner");
+			assert_true(ends_with(sym.file, "/sd.c"));
+			assert_int_equal(sym.line, 8); /* the call of inner() in outer() */
+			inlined++;
+		} else {
+			assert_int_equal(sym.n_inlined, 0);
+		}
+	}
+	rs_symbolizer_free(s);
+	assert_true(lines > 4);
+	assert_true(inlined > 0);
+
+	/* the .dwo gone: lines stay, inlined frames are missing and the frame says why */
+	sh("rm '%s'", tpath("split/moved/sd.dwo"));
+	s = rs_symbolizer_new(&o);
+	assert_non_null(s);
+	h = add_object(s, &obj);
+	for (uint64_t a = addr; a < addr + size; a++) {
+		struct rs_sym sym;
+
+		assert_int_equal(rs_symbolize(s, h, a, &sym), 0);
+		assert_int_equal(sym.n_inlined, 0);
+		assert_non_null(sym.file);
+		assert_non_null(sym.line_note);
+		assert_non_null(strstr(sym.line_note, "sd.dwo not found"));
+	}
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
 /* ---- nm files ---- */
 
 static void an_nm_file_names_an_object_whose_file_is_gone(void **state)
@@ -518,6 +658,20 @@ static void an_nm_file_of_another_build_is_refused_naming_the_file(void **state)
 	assert_int_equal(sym.reason, RS_SYM_BUILD_ID_MISMATCH);
 	assert_non_null(strstr(rs_symbolizer_object_error(s, h), tpath("far.nm")));
 	assert_non_null(strstr(rs_symbolizer_object_error(s, h), "far_away"));
+	rs_symbolizer_free(s);
+
+	/*
+	 * A weak symbol outside the text decides nothing: it may be data, as
+	 * glibc's data_start ("W") in every executable is.
+	 */
+	sh("printf '0000000000001000 T fine\\n0000000070000000 W data_start\\n"
+	   "0000000070000008 V weak_object\\n' > '%s'", tpath("weak.nm"));
+	s = new_symbolizer(true, false, NULL);
+	assert_int_equal(rs_symbolizer_add_map(s, "libsymfix.so", tpath("weak.nm")), 0);
+	h = add_object(s, &obj);
+	assert_int_equal(rs_symbolize(s, h, 0x1001, &sym), 0);
+	assert_string_equal(sym.name, "fine");
+	assert_null(rs_symbolizer_object_error(s, h));
 	rs_symbolizer_free(s);
 
 	/* not nm output at all */
@@ -993,6 +1147,8 @@ int main(void)
 		cmocka_unit_test(objects_of_one_build_share_one_load),
 		cmocka_unit_test(a_truncated_elf_file_gives_no_name_and_no_crash),
 		cmocka_unit_test(names_and_lines_agree_with_addr2line),
+		cmocka_unit_test(split_dwarf_gives_lines_and_inlined_frames_or_says_why_not),
+		cmocka_unit_test(symbolizer_options_follow_the_one_size_rule),
 		cmocka_unit_test(libc_is_named_from_its_debian_debug_file_found_by_build_id),
 		cmocka_unit_test(libc_names_agree_with_addr2line_on_sampled_addresses),
 	};

@@ -66,6 +66,22 @@ static void aliases_collapse_to_the_global_unversioned_function(void **state)
 	(void)state;
 }
 
+static void a_symbol_version_is_cut_from_the_name(void **state)
+{
+	struct rs_symindex ix;
+
+	rs_symindex_init(&ix);
+	add(&ix, 0x1000, 0x40, "_IO_file_underflow@@GLIBC_2.2.5", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x2000, 0x40, "memcpy@GLIBC_2.2.5", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x3000, 0x40, "@odd", RS_SYMRANK_GLOBAL + 4);
+	assert_int_equal(rs_symindex_seal(&ix, 0), 3);
+	assert_string_equal(name_at(&ix, 0x1010), "_IO_file_underflow");
+	assert_string_equal(name_at(&ix, 0x2010), "memcpy");
+	assert_string_equal(name_at(&ix, 0x3010), "@odd"); /* nothing before the '@': not a version */
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
 static void unsized_symbols_extend_to_the_next_symbol_or_the_limit(void **state)
 {
 	struct rs_symindex ix;
@@ -200,6 +216,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lookup_finds_the_symbol_holding_each_address),
 		cmocka_unit_test(aliases_collapse_to_the_global_unversioned_function),
+		cmocka_unit_test(a_symbol_version_is_cut_from_the_name),
 		cmocka_unit_test(unsized_symbols_extend_to_the_next_symbol_or_the_limit),
 		cmocka_unit_test(an_address_past_a_nested_symbol_belongs_to_the_enclosing_one),
 		cmocka_unit_test(an_empty_index_finds_nothing),

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The README's sample output is what `make demo` prints.
+
+Runs scripts/demo.sh on this build and checks every line of the README's
+abridged sample against its output: record headers, frames (function,
+offset, object, file:line), the object table and the event schemas.  What
+differs from run to run (times, thread and process ids, run and build ids)
+and the path of the tree ("...") are masked on both sides.
+
+It also checks that the flags the README gives for reliable traces are
+the ones the pkg-config file hands out, and that a program built with
+them gets a reliable trace where one built without gets an unreliable one
+with its reasons.
+
+Usage: test_readme.py README DEMO_SH BUILDDIR BUILDTYPE
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+README, DEMO_SH, BUILD, BUILDTYPE = sys.argv[1:5]
+del sys.argv[1:5]
+
+# The README shows the build `make demo` makes.
+README_BUILDTYPE = "debugoptimized"
+
+
+def sample(text):
+    """The lines of the fenced block under "What `make demo` shows"."""
+    part = text[text.index("## What `make demo` shows"):]
+    block = part[part.index("```\n") + 4:]
+    return block[:block.index("```\n")].splitlines()
+
+
+def mask(line, root):
+    line = line.replace(root, "...")
+    line = re.sub(r"^\d{4}-\d\d-\d\dT[0-9:.]+Z tid \d+ ", "TIME tid TID ", line)
+    line = re.sub(r"\b[0-9a-f]{32,40}\b", "ID", line)
+    line = re.sub(r"pid \d+", "pid PID", line)
+    return line
+
+
+class Readme(unittest.TestCase):
+    def test_every_line_of_the_readme_sample_is_printed_by_make_demo(self):
+        if BUILDTYPE != README_BUILDTYPE:
+            self.skipTest(f"the README shows a {README_BUILDTYPE} build, this one is {BUILDTYPE}")
+        root = os.path.dirname(os.path.realpath(BUILD))
+        with tempfile.TemporaryDirectory(prefix="relstack-readme-") as tmp:
+            p = subprocess.run(["sh", DEMO_SH, BUILD, os.path.join(tmp, "relstack-demo.rsb")],
+                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        printed = {mask(l, root) for l in p.stdout.splitlines()}
+        with open(README) as f:
+            lines = sample(f.read())
+        checked = 0
+        for line in lines:
+            if line.strip() == "..." or line.startswith("recorded: ") or line.startswith("file: "):
+                continue
+            self.assertTrue(mask(line, root) in printed, f"README line not printed by the demo: {line!r}")
+            checked += 1
+        frames = [l for l in lines if l.startswith(" => ") and "demo" in l]
+        self.assertGreater(len(frames), 10)
+        self.assertGreater(checked, 30)
+
+    def test_the_frame_pointer_flags_of_the_readme_come_from_pkg_config(self):
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(BUILD, "meson-private"))
+        p = subprocess.run(["pkg-config", "--variable=frame_pointer_cflags", "relstack"], env=env,
+                           capture_output=True, text=True, check=True)
+        flags = p.stdout.split()
+        self.assertEqual(flags, ["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"])
+        with open(README) as f:
+            text = f.read()
+        self.assertIn("\n" + " ".join(flags) + "\n", text)
+        self.assertIn("--variable=frame_pointer_cflags", text)
+        desc = subprocess.run(["pkg-config", "--print-variables", "relstack"], env=env,
+                              capture_output=True, text=True, check=True).stdout
+        self.assertIn("frame_pointer_cflags", desc.split())
+
+    def test_a_program_built_as_the_readme_says_gets_reliable_traces_and_one_built_without_does_not(self):
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(BUILD, "meson-private"))
+        flags = subprocess.run(["pkg-config", "--variable=frame_pointer_cflags", "relstack"], env=env,
+                               capture_output=True, text=True, check=True).stdout.split()
+        src = os.path.join(os.path.dirname(os.path.realpath(README)), "include")
+        lib = os.path.join(BUILD, "src")
+        verdicts = {}
+        with tempfile.TemporaryDirectory(prefix="relstack-fp-") as tmp:
+            with open(os.path.join(tmp, "app.c"), "w") as f:
+                f.write(APP)
+            for name, extra in (("with", flags), ("without", [])):
+                exe = os.path.join(tmp, name)
+                subprocess.run(["cc", "-O2", *extra, "-I", src, os.path.join(tmp, "app.c"), "-L", lib,
+                                "-lrelstack", "-o", exe], check=True)
+                p = subprocess.run([exe], capture_output=True, text=True, check=True,
+                                   env=dict(os.environ, LD_LIBRARY_PATH=lib))
+                verdicts[name] = p.stdout.split()
+        self.assertEqual(verdicts["with"][0], "reliable", verdicts)
+        self.assertEqual(verdicts["without"][0], "unreliable", verdicts)
+        self.assertGreater(len(verdicts["without"]), 1, "an unreliable trace names its reasons")
+
+
+# Three calls deep, then a capture: its verdict and reasons.
+APP = r"""
+#include <stdio.h>
+#include <relstack/relstack.h>
+
+__attribute__((noinline)) static int c(int x)
+{
+	uint64_t w[64];
+	struct relstack_verdict v;
+	int n = relstack_capture(w, 64, 0, 0, &v);
+
+	printf("%s", v.reasons ? "unreliable" : "reliable");
+	for (unsigned b = 0; b < 32; b++)
+		if (v.reasons & (1u << b))
+			printf(" %s", relstack_reason_string(1u << b));
+	printf("\n");
+	return x + n;
+}
+__attribute__((noinline)) static int b(int x) { return c(x * 2) + 1; }
+__attribute__((noinline)) static int a(int x) { return b(x + 3) * 2; }
+int main(int argc, char **argv) { (void)argv; return a(argc) < 0; }
+"""
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
