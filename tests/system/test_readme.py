@@ -80,7 +80,7 @@ class Readme(unittest.TestCase):
                               capture_output=True, text=True, check=True).stdout
         self.assertIn("frame_pointer_cflags", desc.split())
 
-    def test_a_program_built_as_the_readme_says_gets_reliable_traces_and_one_built_without_does_not(self):
+    def test_frames_without_frame_pointers_are_reliable_only_where_their_cfi_is_followed(self):
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(BUILD, "meson-private"))
         flags = subprocess.run(["pkg-config", "--variable=frame_pointer_cflags", "relstack"], env=env,
                                capture_output=True, text=True, check=True).stdout.split()
@@ -88,18 +88,30 @@ class Readme(unittest.TestCase):
         lib = os.path.join(BUILD, "src")
         verdicts = {}
         with tempfile.TemporaryDirectory(prefix="relstack-fp-") as tmp:
-            with open(os.path.join(tmp, "app.c"), "w") as f:
-                f.write(APP)
-            for name, extra in (("with", flags), ("without", [])):
-                exe = os.path.join(tmp, name)
-                subprocess.run(["cc", "-O2", *extra, "-I", src, os.path.join(tmp, "app.c"), "-L", lib,
-                                "-lrelstack", "-o", exe], check=True)
-                p = subprocess.run([exe], capture_output=True, text=True, check=True,
-                                   env=dict(os.environ, LD_LIBRARY_PATH=lib))
+            app, calls, main = (os.path.join(tmp, n) for n in ("app.c", "calls.c", "main.c"))
+            for path, text in ((app, APP), (calls, APP.replace("static int", "int").split("int main(")[0]),
+                               (main, MAIN_OF_LIBRARY)):
+                with open(path, "w") as f:
+                    f.write(text)
+            cc = ["cc", "-O2", "-I", src]
+            link = ["-L", lib, "-lrelstack", f"-Wl,-rpath,{lib}"]
+            # the whole program built as the README says, or not at all
+            subprocess.run(cc + flags + [app, "-o", os.path.join(tmp, "with")] + link, check=True)
+            subprocess.run(cc + [app, "-o", os.path.join(tmp, "without")] + link, check=True)
+            # the calls in a shared library built without them, the program with them
+            subprocess.run(cc + ["-fPIC", "-shared", calls, "-o", os.path.join(tmp, "libcalls.so")] + link,
+                           check=True)
+            subprocess.run(cc + flags + [main, "-o", os.path.join(tmp, "library_without"), "-L", tmp,
+                                         "-lcalls", f"-Wl,-rpath,{tmp}"] + link, check=True)
+            for name in ("with", "without", "library_without"):
+                p = subprocess.run([os.path.join(tmp, name)], capture_output=True, text=True, check=True)
                 verdicts[name] = p.stdout.split()
-        self.assertEqual(verdicts["with"][0], "reliable", verdicts)
-        self.assertEqual(verdicts["without"][0], "unreliable", verdicts)
-        self.assertGreater(len(verdicts["without"]), 1, "an unreliable trace names its reasons")
+        self.assertEqual(verdicts["with"], ["reliable"], verdicts)
+        # the program (never unloaded) is walked by its call-frame information
+        self.assertEqual(verdicts["without"], ["reliable"], verdicts)
+        # a shared library without frame pointers: never reliable, and says why
+        self.assertEqual(verdicts["library_without"][0], "unreliable", verdicts)
+        self.assertIn("no-fp-object", verdicts["library_without"], verdicts)
 
 
 # Three calls deep, then a capture: its verdict and reasons.
@@ -122,6 +134,11 @@ __attribute__((noinline)) static int c(int x)
 }
 __attribute__((noinline)) static int b(int x) { return c(x * 2) + 1; }
 __attribute__((noinline)) static int a(int x) { return b(x + 3) * 2; }
+int main(int argc, char **argv) { (void)argv; return a(argc) < 0; }
+"""
+
+MAIN_OF_LIBRARY = r"""
+int a(int x);
 int main(int argc, char **argv) { (void)argv; return a(argc) < 0; }
 """
 
