@@ -887,7 +887,6 @@ __attribute__((noinline)) void real_compare(void *arg)
 	static __thread uint64_t words[MAXW + 8];
 	struct real_case *rc = arg;
 	uintptr_t fp = rs_arch_frame_address();
-	uint32_t own = prog_fp ? 0 : RELSTACK_UNRELIABLE_NO_FP_OBJECT; /* relstack_capture()'s return address */
 	struct relstack_verdict v;
 	struct rs_thread_stack ts;
 	struct rs_walk w;
@@ -930,7 +929,6 @@ __attribute__((noinline)) void real_compare(void *arg)
 					ref.v.reasons = RELSTACK_UNRELIABLE_TRUNCATED;
 					ref.v.frames = 0;
 				}
-				ref.v.reasons |= own;
 				if (n < 0 || (size_t)n != ref.n || v.reasons != ref.v.reasons ||
 				    v.frames != ref.v.frames || v.epoch != ref.v.epoch ||
 				    memcmp(words, ref.words, ref.n * sizeof(words[0])))
@@ -990,8 +988,8 @@ static void check_real_case(const struct real_case *rc, const char *what)
 
 /*
  * False, saying so, when the program keeps no frame pointers (a sanitizer
- * runtime linked into it): its traces are then never reliable and the
- * fast walk never caches it; only the equality above is checked.
+ * runtime linked into it): its frames are then followed by its CFI, which
+ * the fast walk never does; only the equality above is checked.
  */
 static bool traces_can_be_reliable(void)
 {

@@ -237,16 +237,23 @@ static void many_threads_get_the_same_verdict_and_frames_while_objects_come_and_
 	for (unsigned i = 0; i < THREADS; i++) {
 		assert_int_equal(w[i].captures, CAPTURES);
 		assert_int_equal(w[i].mismatched, 0);
+#ifndef UNDER_TSAN
+		/* ThreadSanitizer calls handlers itself, from its interceptors: no signal frame */
 		assert_int_equal(w[i].handler_reliable, 0);
+#endif
 		assert_int_equal(w[i].handler_empty, 0);
 		assert_int_equal(w[i].context_not_async, 0);
 		assert_true(w[i].handled > 0);
 		handled += w[i].handled;
 		assert_int_equal(w[i].rel_addr_mismatch, 0);
 #ifdef UNDER_TSAN
-		assert_true(w[i].first_reasons & RELSTACK_UNRELIABLE_NO_FP_OBJECT);
-		assert_false(w[i].first_reasons & (RELSTACK_UNRELIABLE_UNKNOWN_TEXT | RELSTACK_UNRELIABLE_TRUNCATED |
-						   RELSTACK_UNRELIABLE_SIGNAL_FRAME));
+		/*
+		 * The program holds ThreadSanitizer's runtime, without frame
+		 * pointers: its frames are followed by the program's CFI.
+		 */
+		fprintf(stderr, "thread %u: %d words, reasons %#x\n", i, w[i].first_n, w[i].first_reasons);
+		assert_int_equal(w[i].first_reasons, 0);
+		assert_true(w[i].first[w[i].first_n - 1] == end_word());
 #else
 		assert_int_equal(w[i].reasons_seen, 0);
 		/*
