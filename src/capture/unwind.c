@@ -151,6 +151,8 @@ static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool 
 	}
 	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
 		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+	if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
+		*reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
 	return relative ? rs_objtab_view_word(v, addr) : (uint64_t)addr;
 }
 
@@ -277,7 +279,7 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	uint64_t delta;
 
 	f->span = 0;
-	if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP)
+	if (rs_objtab_view_flags(v) & (RELSTACK_OBJECT_NO_FP | RS_OBJECT_CHANGING))
 		return;
 	for (unsigned i = 0; i < n && i < RS_RESTORERS; i++)
 		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) - v->start < v->end - v->start)
@@ -495,10 +497,12 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			continue;
 		} else {
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+			if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
+				reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
 			if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 				if (is_entry_frame(w, v, fp, next)) {
 					/* what walk_fast() may take for granted next time (see there) */
-					if (w->crt_pc == rs_crt_pc)
+					if (w->crt_pc == rs_crt_pc && !(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 						entry_ra = ra;
 					if (skip)
 						skip--;

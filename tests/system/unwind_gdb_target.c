@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	gdb_chain_start(out);
 	if (pthread_create(&t, NULL, gdb_thread, out) || pthread_join(t, NULL))
 		return 1;
