@@ -12,6 +12,9 @@
 
 PLUGIN_API void NAME(_call)(void (*fn)(void));
 PLUGIN_API int NAME(_fault)(volatile int *p);
+PLUGIN_API void NAME(_at_unload)(void (*fn)(void));
+
+static void (*unload_fn)(void);
 
 /* Calls back through a frame of this object. */
 __attribute__((noinline)) void NAME(_call)(void (*fn)(void))
@@ -27,4 +30,16 @@ __attribute__((noinline)) int NAME(_fault)(volatile int *p)
 
 	__asm__ volatile("" ::: "memory");
 	return v + 1;
+}
+
+/* @fn is called through a frame of this object when it is unloaded. */
+void NAME(_at_unload)(void (*fn)(void))
+{
+	unload_fn = fn;
+}
+
+__attribute__((destructor)) static void unloading(void)
+{
+	if (unload_fn)
+		NAME(_call)(unload_fn);
 }
