@@ -44,6 +44,26 @@
  * Epochs count the table's changes.  Each scan that changes something is
  * one new epoch; a word made in epoch E names the object that held its
  * slot in E, i.e. load_epoch <= E < unload_epoch.
+ *
+ * Pins
+ * ----
+ * A listed range must not outlive its object: another object mapped there
+ * would be named as the old one.  So the table holds a reference of its
+ * own (a "pin": dlopen RTLD_NOLOAD) on every listed object the loader
+ * could unload, and the loader unmaps nothing that is still referenced.
+ * Permanent objects (mapped before the program started: find_permanent())
+ * need none.  A pin is dropped only by rs_objtab_close_end(), for the
+ * slots rs_objtab_close_begin() marked first (loader.c, steps A-D).  The
+ * index flags a range RS_OBJECT_CHANGING while its slot has no pin or is
+ * marked (changing()), so an unflagged range is mapped by its slot's
+ * object at every instant.  Pins are taken and dropped without T.lock
+ * held: the loader's lock comes before ours (a constructor running under
+ * it may call into the table).  docs/unwinder.md, "Keeping the object
+ * table current", says why this is complete.
+ *
+ * A re-scan keeps a slot for an object found at its place only if it is
+ * the same file (same_identity()): a library swapped at the same address
+ * is an unload and a load, build-id or not.
  */
 #include <dlfcn.h>
 #include <errno.h>
