@@ -55,18 +55,28 @@ int rs_loader_real_dlclose(void *handle)
 	return fn(handle);
 }
 
+/* Set by our dlclose() on the thread that probes (rs_loader_interposed()). */
+static _Thread_local bool probe_hit;
+
 /*
- * Is the dlclose the global scope gives out ours?  Compared by the object
- * that holds it: inside this object, the name itself would resolve
- * through the same scope and always agree.
+ * Does a dlclose() called through the global scope reach ours?  Asked by
+ * calling it, on the main program's handle (which nothing unloads): the
+ * first definition may be another interposer that passes the call on
+ * (a sanitizer's runtime does, through RTLD_NEXT), or the C library's,
+ * when librelstack was loaded RTLD_LOCAL and comes after it.
  */
 bool rs_loader_interposed(void)
 {
 	void *global = dlsym(RTLD_DEFAULT, "dlclose");
-	Dl_info theirs, ours;
+	void *self = dlopen(NULL, RTLD_LAZY);
+	dlclose_fn fn;
 
-	return global && dladdr(global, &theirs) && dladdr((void *)(uintptr_t)&rs_loader_interposed, &ours) &&
-	       theirs.dli_fbase == ours.dli_fbase;
+	if (!global || !self)
+		return false;
+	__builtin_memcpy(&fn, &global, sizeof(fn));
+	probe_hit = false;
+	fn(self);
+	return probe_hit;
 }
 
 __attribute__((visibility("default"))) int dlclose(void *handle);
@@ -76,6 +86,7 @@ int dlclose(void *handle)
 	uint64_t cand[RS_OBJTAB_CAND_WORDS];
 	int ret;
 
+	probe_hit = true;
 	/* A */
 	rs_objtab_close_begin(handle, cand);
 	/* B */

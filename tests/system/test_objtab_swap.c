@@ -217,7 +217,7 @@ static void run(const struct variant *va)
 			snprintf(sym, sizeof(sym), "swap_%s_fault", "d");
 			p = dlsym(hd, sym);
 			memcpy(&fault, &p, sizeof(fault));
-			fault(NULL);
+			fault((volatile int *)(uintptr_t)16); /* unmapped, and not NULL, which UBSan would report first */
 			_exit(4);
 		}
 		assert_int_equal(waitpid(pid, &status, 0), pid);
