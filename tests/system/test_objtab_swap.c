@@ -251,6 +251,8 @@ static void run(const struct variant *va)
 			if (va->how == CRASH) {
 				assert_int_equal(x.event_id, RELSTACK_EVENT_CRASH);
 				assert_true(x.reasons & RELSTACK_UNRELIABLE_ASYNC_START);
+				/* the faulting pc is in the new library, which no scan has seen */
+				assert_true(x.reasons & allowed);
 			} else if (x.reasons == 0) {
 				/* reliable: every frame named, each as dladdr() names it */
 				assert_int_equal(named, (int)x.nwords - 1);
