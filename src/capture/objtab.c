@@ -279,13 +279,15 @@ static bool identity_equal(const struct identity *a, const struct identity *b)
 
 /*
  * Is the object a scan found at slot @i's place still slot @i's object?
- * The main program, the vDSO and permanent objects cannot be replaced.
- * Others are compared by the file they came from; an object with no file
- * to compare is the same only if nothing was unloaded since the last scan.
+ * The main program, the vDSO, permanent and pinned objects cannot have
+ * been replaced (a file replaced on disk under a mapped object changes
+ * nothing mapped).  Others are compared by the file they came from; an
+ * object with no file to compare is the same only if nothing was unloaded
+ * since the last scan.
  */
 static bool same_identity(unsigned i, const struct found *f)
 {
-	if (T.permanent[i] || (T.slot[i].flags & (RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_VDSO)))
+	if (T.permanent[i] || T.pin[i] || (T.slot[i].flags & (RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_VDSO)))
 		return true;
 	if (T.id[i].valid || f->id.valid)
 		return identity_equal(&T.id[i], &f->id);
@@ -654,7 +656,7 @@ static int scan_locked(bool force)
 			T.slot[i].unload_epoch = epoch;
 			/*
 			 * A pinned object cannot have gone: it is still mapped, and
-			 * found again under a new identity (its file was replaced).
+			 * found again under another path (a link to it changed).
 			 * Its pin goes once the new slot has one.
 			 */
 			if (T.pin[i] && T.norphans < RS_ORPHANS)
