@@ -229,7 +229,7 @@ int main(int argc, char **argv)
 	}
 	memcpy(&glibc_backtrace, &sym, sizeof(glibc_backtrace)); /* POSIX: dlsym names a function */
 	chain_init();
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 
 	if (argc == 4) {
 		int m = lookup_method(argv[1]);

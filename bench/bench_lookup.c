@@ -78,7 +78,7 @@ static void setup(void)
 			exit(2);
 		}
 	}
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	dl_iterate_phdr(collect, NULL);
 	for (unsigned i = 0; i < NADDR; i++)
 		addrs[i] = random_in(&ranges[next() % nranges]);
@@ -219,11 +219,11 @@ static void time_refresh(void)
 			exit(2);
 		}
 		t0 = now_ns();
-		relstack_objtab_refresh();
+		relstack_objtab__refresh();
 		load[r] = (now_ns() - t0) / 1e3;
 		dlclose(h);
 		t0 = now_ns();
-		relstack_objtab_refresh();
+		relstack_objtab__refresh();
 		unload[r] = (now_ns() - t0) / 1e3;
 	}
 	qsort(load, 21, sizeof(load[0]), cmp_double);

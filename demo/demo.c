@@ -57,7 +57,7 @@ static void load_plugin(const char *path)
 	if (!sym)
 		die(path, "no demo_plugin_filter");
 	memcpy(&plugin_filter, &sym, sizeof(plugin_filter));
-	relstack_objtab_refresh(); /* give the new object its slot now */
+	relstack_objtab__refresh(); /* give the new object its slot now */
 	generation++;
 	plugin_event("load");
 	__asm__ volatile("" ::: "memory"); /* no tail call: keep this frame in the trace */
@@ -68,7 +68,7 @@ static void unload_plugin(void)
 	plugin_event("unload");
 	plugin_filter = NULL;
 	dlclose(plugin);
-	relstack_objtab_refresh(); /* its slot turns UNLOADED, and keeps its record */
+	relstack_objtab__refresh(); /* its slot turns UNLOADED, and keeps its record */
 	__asm__ volatile("" ::: "memory");
 }
 

@@ -161,7 +161,7 @@ struct relstack_object {
  * record dlopen/dlclose changes since the last scan.  Not for signal
  * handlers.  Returns the number of slots that changed, or -errno.
  */
-RELSTACK_API int relstack_objtab_refresh(void);
+RELSTACK_API int relstack_objtab__refresh(void);
 
 /* Copy slot @slot of the process's table.  -ENOENT for an empty slot, -ERANGE beyond. */
 RELSTACK_API int relstack_objtab_get(uint32_t slot, struct relstack_object *out);

@@ -179,6 +179,8 @@ static inline uint64_t rs_objtab_view_word(const struct rs_objtab_view *v, uintp
 	uint64_t off = (uint64_t)(addr - v->bias);
 	uint32_t slot = rs_objtab_view_slot(v);
 
+	if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
+		return RS_NATIVE_UNKNOWN; /* the range may hold another object already */
 	if (slot == 0)
 		return rs_likely(off <= RS_NATIVE_MAIN_MASK) ? off : RS_NATIVE_UNKNOWN;
 	if (rs_unlikely(off > RS_NATIVE_OFFSET_MASK))

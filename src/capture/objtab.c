@@ -44,7 +44,28 @@
  * Epochs count the table's changes.  Each scan that changes something is
  * one new epoch; a word made in epoch E names the object that held its
  * slot in E, i.e. load_epoch <= E < unload_epoch.
+ *
+ * Pins
+ * ----
+ * A listed range must not outlive its object: another object mapped there
+ * would be named as the old one.  So the table holds a reference of its
+ * own (a "pin": dlopen RTLD_NOLOAD) on every listed object the loader
+ * could unload, and the loader unmaps nothing that is still referenced.
+ * Permanent objects (mapped before the program started: find_permanent())
+ * need none.  A pin is dropped only by rs_objtab_close_end(), for the
+ * slots rs_objtab_close_begin() marked first (loader.c, steps A-D).  The
+ * index flags a range RS_OBJECT_CHANGING while its slot has no pin or is
+ * marked (changing()), so an unflagged range is mapped by its slot's
+ * object at every instant.  Pins are taken and dropped without T.lock
+ * held: the loader's lock comes before ours (a constructor running under
+ * it may call into the table).  docs/unwinder.md, "Keeping the object
+ * table current", says why this is complete.
+ *
+ * A re-scan keeps a slot for an object found at its place only if it is
+ * the same file (same_identity()): a library swapped at the same address
+ * is an unload and a load, build-id or not.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
@@ -52,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capture/objtab.h"
@@ -88,13 +110,34 @@ struct rs_range {
 	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
 };
 
+/*
+ * Which file an object was mapped from, as stat(2) says at scan time: the
+ * loader itself tells files apart by device and inode, and a file
+ * rewritten in place keeps those but not its modification time.
+ */
+struct identity {
+	bool valid;             /* false: no file to stat (vDSO, main program, deleted, memfd) */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+};
+
+#define RS_SONAME_MAX 64
+
 /* What a scan found of one object. */
 struct found {
 	uintptr_t bias;
 	uintptr_t start, end;   /* executable span in this process */
 	struct relstack_object obj;
+	struct identity id;
+	char soname[RS_SONAME_MAX];     /* DT_SONAME, "" if none or longer */
+	char lname[RELSTACK_PATH_MAX];  /* the loader's name for it, "" if longer */
 	bool matched;
 };
+
+/* Pins of unloaded slots whose object got a new slot: dropped after the new slot's pin is taken. */
+#define RS_ORPHANS 64
 
 static struct {
 	pthread_mutex_t lock;
@@ -112,6 +155,19 @@ static struct {
 	struct mirror mirror[RS_MIRRORS];
 	_Atomic uint64_t holder[RS_OBJTAB_HOLDERS];
 	_Atomic bool holder_used[RS_OBJTAB_HOLDERS];
+	/* Pins (see the essay): per slot, never persisted. */
+	_Atomic bool pinning;               /* our dlclose interposes the C library's */
+	unsigned long long prev_subs;       /* dlpi_subs before the current scan */
+	uint64_t order_next;
+	uint64_t order[RS_OBJTAB_SLOTS];    /* load order: lower was seen first */
+	struct identity id[RS_OBJTAB_SLOTS];
+	char soname[RS_OBJTAB_SLOTS][RS_SONAME_MAX];
+	char lname[RS_OBJTAB_SLOTS][RELSTACK_PATH_MAX];
+	void *pin[RS_OBJTAB_SLOTS];         /* our dlopen handle, NULL if none */
+	unsigned marks[RS_OBJTAB_SLOTS];    /* dlcloses under way that may let it go */
+	bool permanent[RS_OBJTAB_SLOTS];    /* can never be unloaded */
+	void *orphan[RS_ORPHANS];
+	unsigned norphans;
 } T = { .lock = PTHREAD_MUTEX_INITIALIZER, .capacity = RS_OBJTAB_SLOTS };
 
 /* Counters touched by readers: relaxed, each on its own. */
@@ -166,12 +222,86 @@ static void set_path(struct relstack_object *o, const char *path)
 	o->path[len] = '\0';
 }
 
+/*
+ * The object's dynamic section and string table.  The loader relocates
+ * d_ptr entries in place on most targets, not in a read-only dynamic
+ * section (the vDSO's): an address below the bias was not relocated.
+ */
+static const ElfW(Dyn) *dynamic_of(const struct dl_phdr_info *info, const char **strtab)
+{
+	const ElfW(Dyn) *dyn = NULL;
+
+	*strtab = NULL;
+	for (unsigned i = 0; i < info->dlpi_phnum && !dyn; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return NULL;
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_STRTAB) {
+			uintptr_t p = (uintptr_t)d->d_un.d_ptr;
+
+			*strtab = (const char *)(p < info->dlpi_addr ? p + info->dlpi_addr : p);
+		}
+	}
+	return *strtab ? dyn : NULL;
+}
+
+static void copy_name(char *dst, size_t cap, const char *src)
+{
+	size_t len = strlen(src);
+
+	if (len >= cap)
+		len = 0; /* cut, it would name something else: no name */
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+static void read_identity(const char *path, struct identity *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (!path[0] || stat(path, &st) != 0)
+		return;
+	id->valid = true;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	id->size = st.st_size;
+	id->mtime = st.st_mtim;
+}
+
+static bool identity_equal(const struct identity *a, const struct identity *b)
+{
+	return a->valid && b->valid && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/*
+ * Is the object a scan found at slot @i's place still slot @i's object?
+ * The main program, the vDSO, permanent and pinned objects cannot have
+ * been replaced (a file replaced on disk under a mapped object changes
+ * nothing mapped).  Others are compared by the file they came from; an
+ * object with no file to compare is the same only if nothing was unloaded
+ * since the last scan.
+ */
+static bool same_identity(unsigned i, const struct found *f)
+{
+	if (T.permanent[i] || T.pin[i] || (T.slot[i].flags & (RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_VDSO)))
+		return true;
+	if (T.id[i].valid || f->id.valid)
+		return identity_equal(&T.id[i], &f->id);
+	return T.prev_subs == T.subs;
+}
+
 static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 {
 	unsigned *nth = data;
 	uintptr_t vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	const ElfW(Dyn) *dyn;
+	const char *strtab;
 	struct found *f;
-	bool have_text = false;
+	bool have_text = false, is_vdso;
 
 	if ((*nth)++ == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
 		T.adds = info->dlpi_adds;
@@ -207,17 +337,26 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	f->start = info->dlpi_addr + f->obj.text_vaddr;
 	f->end = f->start + f->obj.text_size;
 
+	dyn = dynamic_of(info, &strtab);
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_SONAME)
+			copy_name(f->soname, sizeof(f->soname), strtab + d->d_un.d_val);
+	copy_name(f->lname, sizeof(f->lname), info->dlpi_name ? info->dlpi_name : "");
+	is_vdso = vdso && (uintptr_t)info->dlpi_phdr >= vdso && (uintptr_t)info->dlpi_phdr < vdso + 4096;
+	if (*nth != 1 && !is_vdso)
+		read_identity(f->lname, &f->id);
+
 	/*
 	 * An object the table already holds (same place, same segment, same
-	 * build-id) keeps its path and flags: a re-scan after one dlopen does
-	 * not resolve every path and parse every .eh_frame again.
+	 * build-id, same file) keeps its path and flags: a re-scan after one
+	 * dlopen does not resolve every path and parse every .eh_frame again.
 	 */
 	for (unsigned i = 0; i < T.capacity; i++) {
 		const struct relstack_object *o = &T.slot[i];
 
 		if (o->state == RELSTACK_OBJECT_LOADED && T.bias[i] == f->bias && o->text_vaddr == f->obj.text_vaddr &&
 		    o->text_size == f->obj.text_size && o->build_id_len == f->obj.build_id_len &&
-		    memcmp(o->build_id, f->obj.build_id, o->build_id_len) == 0) {
+		    memcmp(o->build_id, f->obj.build_id, o->build_id_len) == 0 && same_identity(i, f)) {
 			memcpy(f->obj.path, o->path, sizeof(f->obj.path));
 			f->obj.flags = o->flags;
 			T.nscan++;
@@ -238,7 +377,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 			exe[n] = '\0';
 			set_path(&f->obj, exe);
 		}
-	} else if (vdso && (uintptr_t)info->dlpi_phdr >= vdso && (uintptr_t)info->dlpi_phdr < vdso + 4096) {
+	} else if (is_vdso) {
 		f->obj.flags |= RELSTACK_OBJECT_VDSO;
 		set_path(&f->obj, "[vdso]");
 	} else {
@@ -272,12 +411,14 @@ static int peek_counters(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
-static bool same_object(const struct relstack_object *o, uintptr_t bias, const struct found *f, uintptr_t obias)
+static bool same_object(unsigned i, const struct found *f)
 {
-	return bias == obias && o->text_vaddr == f->obj.text_vaddr && o->text_size == f->obj.text_size &&
+	const struct relstack_object *o = &T.slot[i];
+
+	return T.bias[i] == f->bias && o->text_vaddr == f->obj.text_vaddr && o->text_size == f->obj.text_size &&
 	       o->build_id_len == f->obj.build_id_len &&
 	       memcmp(o->build_id, f->obj.build_id, o->build_id_len) == 0 &&
-	       strcmp(o->path, f->obj.path) == 0;
+	       strcmp(o->path, f->obj.path) == 0 && same_identity(i, f);
 }
 
 /* ---- persisted images ---- */
@@ -406,6 +547,12 @@ static void latch_write_copy(struct rs_index *ix, unsigned n)
 	atomic_store_explicit(&ix->epoch, T.epoch, memory_order_relaxed);
 }
 
+/* Pins: may the object go at any moment?  See the essay. */
+static bool changing(unsigned i)
+{
+	return !T.permanent[i] && (!T.pin[i] || T.marks[i]);
+}
+
 static void publish_index(void)
 {
 	unsigned n = 0;
@@ -418,7 +565,7 @@ static void publish_index(void)
 		T.sorted[n].end = T.end[i];
 		T.sorted[n].bias = T.bias[i];
 		T.sorted[n].slot = i;
-		T.sorted[n].flags = T.slot[i].flags;
+		T.sorted[n].flags = T.slot[i].flags | (changing(i) ? RS_OBJECT_CHANGING : 0);
 		n++;
 	}
 	qsort(T.sorted, n, sizeof(T.sorted[0]), cmp_range);
@@ -472,6 +619,8 @@ static int pick_slot(void)
 	return best;
 }
 
+static void find_permanent(void);
+
 static int scan_locked(bool force)
 {
 	unsigned nth = 0, changed = 0;
@@ -486,6 +635,7 @@ static int scan_locked(bool force)
 	}
 	T.nscan = 0;
 	T.scan_overflow = false;
+	T.prev_subs = T.subs;
 	dl_iterate_phdr(scan_one, &nth);
 
 	epoch = T.epoch + 1;
@@ -496,7 +646,7 @@ static int scan_locked(bool force)
 		if (T.slot[i].state != RELSTACK_OBJECT_LOADED)
 			continue;
 		for (unsigned k = 0; k < T.nscan && !still; k++) {
-			if (!T.scan[k].matched && same_object(&T.slot[i], T.bias[i], &T.scan[k], T.scan[k].bias)) {
+			if (!T.scan[k].matched && same_object(i, &T.scan[k])) {
 				T.scan[k].matched = true;
 				still = true;
 			}
@@ -504,6 +654,14 @@ static int scan_locked(bool force)
 		if (!still) {
 			T.slot[i].state = RELSTACK_OBJECT_UNLOADED;
 			T.slot[i].unload_epoch = epoch;
+			/*
+			 * A pinned object cannot have gone: it is still mapped, and
+			 * found again under another path (a link to it changed).
+			 * Its pin goes once the new slot has one.
+			 */
+			if (T.pin[i] && T.norphans < RS_ORPHANS)
+				T.orphan[T.norphans++] = T.pin[i];
+			T.pin[i] = NULL;
 			changed++;
 			mirrors_write_slot(i);
 		}
@@ -531,9 +689,17 @@ static int scan_locked(bool force)
 		T.bias[s] = f->bias;
 		T.start[s] = f->start;
 		T.end[s] = f->end;
+		T.id[s] = f->id;
+		memcpy(T.soname[s], f->soname, sizeof(f->soname));
+		memcpy(T.lname[s], f->lname, sizeof(f->lname));
+		T.order[s] = ++T.order_next;
+		T.permanent[s] = false;
+		T.pin[s] = NULL; /* marks stay: they belong to the dlcloses under way */
 		changed++;
 		mirrors_write_slot((unsigned)s);
 	}
+	if (!T.ready)
+		find_permanent();
 	T.ready = true;
 	if (!changed)
 		return 0;
@@ -544,6 +710,234 @@ static int scan_locked(bool force)
 	return (int)changed;
 }
 
+/* ---- pins ---- */
+
+#define RS_BIT(set, i) ((set)[(i) / 64] & (1ull << ((i) % 64)))
+#define RS_SET_BIT(set, i) ((set)[(i) / 64] |= 1ull << ((i) % 64))
+
+static const char *base_name(const char *p)
+{
+	const char *b = strrchr(p, '/');
+
+	return b ? b + 1 : p;
+}
+
+/*
+ * The slot a DT_NEEDED name stands for: the loaded object first seen
+ * with that soname (or, without one, that file name), as the loader
+ * finds an object already loaded under the name.  -1 if none.
+ */
+static int resolve_needed(const char *name)
+{
+	int best = -1;
+
+	for (unsigned k = 0; k < T.capacity; k++) {
+		bool match;
+
+		if (T.slot[k].state != RELSTACK_OBJECT_LOADED)
+			continue;
+		if (strchr(name, '/'))
+			match = strcmp(T.lname[k], name) == 0;
+		else if (T.soname[k][0])
+			match = strcmp(T.soname[k], name) == 0;
+		else
+			match = T.lname[k][0] && strcmp(base_name(T.lname[k]), name) == 0;
+		if (match && (best < 0 || T.order[k] < T.order[best]))
+			best = (int)k;
+	}
+	return best;
+}
+
+static int slot_at(uintptr_t bias, uintptr_t text_start)
+{
+	for (unsigned k = 0; k < T.capacity; k++)
+		if (T.slot[k].state == RELSTACK_OBJECT_LOADED && T.bias[k] == bias &&
+		    T.start[k] == bias + T.slot[k].text_vaddr && T.start[k] == text_start)
+			return (int)k;
+	return -1;
+}
+
+/*
+ * A set of slots closed under DT_NEEDED.  Walked inside dl_iterate_phdr,
+ * where no object can be unloaded, so every dynamic section read is
+ * mapped.  @seed_bias: an object whose needs count even if it is not
+ * listed (the one a dlclose closes).  @skip_permanent: permanent objects
+ * stay out (they hold the pins of nothing).
+ */
+struct closure {
+	uint64_t *set;
+	uintptr_t seed_bias;
+	bool has_seed, skip_permanent, changed;
+};
+
+static int closure_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct closure *c = data;
+	uintptr_t text = 0;
+	const ElfW(Dyn) *dyn;
+	const char *strtab;
+	bool seed = c->has_seed && info->dlpi_addr == c->seed_bias;
+	int s;
+
+	(void)size;
+	for (unsigned i = 0; i < info->dlpi_phnum && !text; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X))
+			text = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+	s = slot_at(info->dlpi_addr, text);
+	if (seed && s >= 0 && !RS_BIT(c->set, (unsigned)s) && !(c->skip_permanent && T.permanent[s])) {
+		RS_SET_BIT(c->set, (unsigned)s);
+		c->changed = true;
+	}
+	if (!seed && (s < 0 || !RS_BIT(c->set, (unsigned)s)))
+		return 0;
+	dyn = dynamic_of(info, &strtab);
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
+		int k;
+
+		if (d->d_tag != DT_NEEDED)
+			continue;
+		k = resolve_needed(strtab + d->d_un.d_val);
+		if (k < 0 || RS_BIT(c->set, (unsigned)k) || (c->skip_permanent && T.permanent[k]))
+			continue;
+		RS_SET_BIT(c->set, (unsigned)k);
+		c->changed = true;
+	}
+	return 0;
+}
+
+static void closure_locked(struct closure *c)
+{
+	/* objects list their dependencies after themselves: one pass mostly suffices */
+	for (unsigned pass = 0; pass < T.capacity; pass++) {
+		c->changed = false;
+		dl_iterate_phdr(closure_one, c);
+		if (!c->changed)
+			break;
+	}
+}
+
+/*
+ * The objects that can never be unloaded: the main program, the vDSO,
+ * the dynamic loader, preloaded objects, and everything they need: the
+ * loader maps them all before the program starts and never unloads one.
+ * An object missed here is only treated as one that could go.
+ */
+static void find_permanent(void)
+{
+	uint64_t set[RS_OBJTAB_CAND_WORDS] = { 0 };
+	uintptr_t interp = (uintptr_t)getauxval(AT_BASE);
+	const char *preload = getenv("LD_PRELOAD");
+	struct closure c = { set, 0, false, false, false };
+
+	for (unsigned i = 0; i < T.capacity; i++) {
+		T.permanent[i] = false;
+		if (T.slot[i].state == RELSTACK_OBJECT_LOADED &&
+		    ((T.slot[i].flags & (RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_VDSO)) || T.bias[i] == interp))
+			RS_SET_BIT(set, i);
+	}
+	while (preload && *preload) {
+		char name[RELSTACK_PATH_MAX];
+		size_t len = strcspn(preload, " :");
+		int k;
+
+		if (len && len < sizeof(name)) {
+			memcpy(name, preload, len);
+			name[len] = '\0';
+			k = resolve_needed(name);
+			if (k >= 0)
+				RS_SET_BIT(set, (unsigned)k);
+		}
+		preload += len + (preload[len] != '\0');
+	}
+	closure_locked(&c);
+	for (unsigned i = 0; i < T.capacity; i++)
+		T.permanent[i] = RS_BIT(set, i) != 0;
+}
+
+static unsigned long long peek_subs(void)
+{
+	unsigned long long c[2];
+
+	dl_iterate_phdr(peek_counters, c);
+	return c[1];
+}
+
+/*
+ * Pin every listed object that could be unloaded and has no pin yet: a
+ * reference of our own, taken without the table's lock (the loader's
+ * lock comes first: a constructor running under it may call into the
+ * table).  A pin is kept only if it holds the object the slot describes:
+ * at the slot's load bias, and either nothing was unloaded since the scan
+ * or the file is still the slot's.
+ */
+static void pin_pending(void)
+{
+	uint64_t tried[RS_OBJTAB_CAND_WORDS] = { 0 };
+	void *orphans[RS_ORPHANS];
+	unsigned norphans;
+	bool changed = false;
+
+	if (!atomic_load_explicit(&T.pinning, memory_order_relaxed))
+		return;
+	for (;;) {
+		char name[RELSTACK_PATH_MAX];
+		struct identity id = { 0 }, now;
+		unsigned long long subs = 0;
+		uint64_t load_epoch = 0;
+		struct link_map *lm = NULL;
+		uintptr_t bias = 0;
+		unsigned s = 0;
+		bool ok = false;
+		void *h;
+
+		pthread_mutex_lock(&T.lock);
+		for (unsigned i = 1; i < T.capacity; i++) {
+			if (T.slot[i].state == RELSTACK_OBJECT_LOADED && !T.permanent[i] && !T.pin[i] &&
+			    T.lname[i][0] && !RS_BIT(tried, i)) {
+				s = i;
+				break;
+			}
+		}
+		if (s) {
+			memcpy(name, T.lname[s], sizeof(name));
+			bias = T.bias[s];
+			load_epoch = T.slot[s].load_epoch;
+			id = T.id[s];
+			subs = T.subs;
+		}
+		pthread_mutex_unlock(&T.lock);
+		if (!s)
+			break;
+		RS_SET_BIT(tried, s);
+		h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+		if (!h)
+			continue;
+		if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm->l_addr == bias) {
+			read_identity(name, &now);
+			ok = peek_subs() == subs || identity_equal(&id, &now);
+		}
+		pthread_mutex_lock(&T.lock);
+		if (ok && T.slot[s].state == RELSTACK_OBJECT_LOADED && T.slot[s].load_epoch == load_epoch &&
+		    T.bias[s] == bias && !T.pin[s]) {
+			T.pin[s] = h;
+			h = NULL;
+			changed = true;
+		}
+		pthread_mutex_unlock(&T.lock);
+		if (h)
+			rs_loader_real_dlclose(h);
+	}
+	pthread_mutex_lock(&T.lock);
+	if (changed)
+		publish_index();
+	norphans = T.norphans;
+	memcpy(orphans, T.orphan, norphans * sizeof(orphans[0]));
+	T.norphans = 0;
+	pthread_mutex_unlock(&T.lock);
+	for (unsigned i = 0; i < norphans; i++)
+		rs_loader_real_dlclose(orphans[i]);
+}
+
 int rs_objtab_scan(bool force)
 {
 	int ret;
@@ -551,16 +945,108 @@ int rs_objtab_scan(bool force)
 	pthread_mutex_lock(&T.lock);
 	ret = scan_locked(force);
 	pthread_mutex_unlock(&T.lock);
+	pin_pending();
 	return ret;
+}
+
+/* The object @handle's link map is, if it is one: read where the list cannot change. */
+struct find_handle {
+	const void *handle;
+	bool found;
+	uintptr_t bias;
+};
+
+static int find_handle_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct find_handle *f = data;
+
+	(void)info;
+	(void)size;
+	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+		if (l == f->handle) {
+			f->found = true;
+			f->bias = l->l_addr;
+			break;
+		}
+	}
+	return 1;
+}
+
+void rs_objtab_close_begin(void *handle, uint64_t cand[RS_OBJTAB_CAND_WORDS])
+{
+	struct find_handle fh = { handle, false, 0 };
+	struct closure c = { cand, 0, false, true, false };
+	bool any = false;
+
+	memset(cand, 0, RS_OBJTAB_CAND_WORDS * sizeof(cand[0]));
+	if (!atomic_load_explicit(&T.pinning, memory_order_relaxed) || !handle)
+		return;
+	pthread_mutex_lock(&T.lock);
+	dl_iterate_phdr(find_handle_one, &fh);
+	if (fh.found && T.ready) {
+		c.seed_bias = fh.bias;
+		c.has_seed = true;
+		closure_locked(&c);
+		for (unsigned i = 0; i < T.capacity; i++) {
+			if (RS_BIT(cand, i)) {
+				T.marks[i]++;
+				any = true;
+			}
+		}
+		if (any)
+			publish_index();
+	}
+	pthread_mutex_unlock(&T.lock);
+}
+
+void rs_objtab_close_end(const uint64_t cand[RS_OBJTAB_CAND_WORDS])
+{
+	void *drop[RS_OBJTAB_SLOTS];
+	unsigned n = 0;
+	bool any = false;
+
+	for (unsigned w = 0; w < RS_OBJTAB_CAND_WORDS; w++)
+		any |= cand[w] != 0;
+	if (!any)
+		return;
+	/* C: the marks were published in close_begin(); now the pins may go */
+	pthread_mutex_lock(&T.lock);
+	for (unsigned i = 0; i < T.capacity; i++) {
+		if (RS_BIT(cand, i) && T.pin[i]) {
+			drop[n++] = T.pin[i];
+			T.pin[i] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&T.lock);
+	for (unsigned i = 0; i < n; i++)
+		rs_loader_real_dlclose(drop[i]);
+	/* D */
+	rs_objtab_scan(false);
+	pthread_mutex_lock(&T.lock);
+	for (unsigned i = 0; i < T.capacity; i++)
+		if (RS_BIT(cand, i) && T.marks[i])
+			T.marks[i]--;
+	publish_index();
+	pthread_mutex_unlock(&T.lock);
 }
 
 int rs_objtab_reset(unsigned capacity)
 {
+	void **pins;
+	unsigned n = 0;
 	int ret;
 
 	if (capacity < 1 || capacity > RS_OBJTAB_SLOTS)
 		return -EINVAL;
+	pins = calloc(RS_OBJTAB_SLOTS, sizeof(*pins));
+	if (!pins)
+		return -ENOMEM;
 	pthread_mutex_lock(&T.lock);
+	for (unsigned i = 0; i < RS_OBJTAB_SLOTS; i++) {
+		if (T.pin[i])
+			pins[n++] = T.pin[i];
+		T.pin[i] = NULL;
+	}
 	memset(T.slot, 0, sizeof(T.slot));
 	T.capacity = capacity;
 	T.ready = false;
@@ -569,12 +1055,23 @@ int rs_objtab_reset(unsigned capacity)
 	if (ret == 0)
 		publish_index();
 	pthread_mutex_unlock(&T.lock);
+	pin_pending();
+	/* after the new pins: what is still listed stays mapped */
+	for (unsigned i = 0; i < n; i++)
+		rs_loader_real_dlclose(pins[i]);
+	free(pins);
 	return ret < 0 ? ret : 0;
+}
+
+void rs_objtab_set_pinning(bool on)
+{
+	atomic_store_explicit(&T.pinning, on, memory_order_relaxed);
 }
 
 /* The statedump, as soon as the library is loaded. */
 __attribute__((constructor)) static void objtab_statedump(void)
 {
+	atomic_store_explicit(&T.pinning, rs_loader_interposed(), memory_order_relaxed);
 	rs_objtab_scan(true);
 }
 
@@ -660,7 +1157,7 @@ int rs_objtab_image_write(void *mem, size_t size, unsigned capacity, bool with_a
 
 /* ---- public ---- */
 
-int relstack_objtab_refresh(void)
+int relstack_objtab__refresh(void)
 {
 	return rs_objtab_scan(false);
 }

@@ -37,15 +37,40 @@ struct rs_lookup {
 	uint64_t epoch;
 };
 
+/*
+ * In the lookup index only, never in a slot or an image: the object may be
+ * unmapped at any moment (it holds no pin, or a dlclose is letting it go),
+ * so an address in its range may belong to another object already.  A
+ * capture gives such a frame the UNKNOWN word and the reason
+ * "objects-changing".  See "Pins" in objtab.c.
+ */
+#define RS_OBJECT_CHANGING 0x80000000u
+
 /* Lock-free, allocation-free, syscall-free: safe in signal handlers. */
 RS_HIDDEN bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out);
 
 /*
  * Re-scan if dl_iterate_phdr's adds/subs counters moved since the last
- * scan (or always, with @force).  Takes the writer mutex: never call it
- * from a signal handler.  Returns slots changed or -errno.
+ * scan (or always, with @force), then pin the objects that need a pin.
+ * Takes the writer mutex and calls the loader: never call it from a
+ * signal handler.  Returns slots changed or -errno.
  */
 RS_HIDDEN int rs_objtab_scan(bool force);
+
+/*
+ * The dlclose() of loader.c, around the C library's: close_begin() marks
+ * the listed objects that @handle's close may let go (the object and its
+ * dependencies, permanent ones excepted) as changing, in @cand;
+ * close_end() drops their pins, re-scans, pins again what is still
+ * loaded and clears the marks.  @real_dlclose drops a pin.
+ */
+#define RS_OBJTAB_CAND_WORDS ((RS_OBJTAB_SLOTS + 63) / 64)
+RS_HIDDEN void rs_objtab_close_begin(void *handle, uint64_t cand[RS_OBJTAB_CAND_WORDS]);
+RS_HIDDEN void rs_objtab_close_end(const uint64_t cand[RS_OBJTAB_CAND_WORDS]);
+
+/* loader.c: the C library's dlclose(), and whether ours interposes it for the whole process. */
+RS_HIDDEN int rs_loader_real_dlclose(void *handle);
+RS_HIDDEN bool rs_loader_interposed(void);
 
 /*
  * Test hook: drop every slot and limit the table to @capacity slots
@@ -53,6 +78,13 @@ RS_HIDDEN int rs_objtab_scan(bool force);
  * concurrent use with captures.
  */
 RS_HIDDEN int rs_objtab_reset(unsigned capacity);
+
+/*
+ * Test hook: pin (the default when our dlclose interposes the C
+ * library's) or not (as when it does not); takes effect at the next
+ * rs_objtab_reset().
+ */
+RS_HIDDEN void rs_objtab_set_pinning(bool on);
 
 /*
  * Retention: a holder (a recorder) tells the table the oldest epoch any

@@ -139,6 +139,8 @@ static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool 
 	}
 	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
 		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+	if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
+		*reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
 	return relative ? rs_objtab_view_word(v, addr) : (uint64_t)addr;
 }
 
@@ -354,7 +356,7 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	uint64_t delta;
 
 	f->span = 0;
-	if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP)
+	if (rs_objtab_view_flags(v) & (RELSTACK_OBJECT_NO_FP | RS_OBJECT_CHANGING))
 		return;
 	for (unsigned i = 0; i < n && i < RS_RESTORERS; i++)
 		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) - v->start < v->end - v->start)
@@ -598,6 +600,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 
 			if (!co) {
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
+					reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING;
 				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 				goto write;
 			}
@@ -662,7 +666,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 					cfp_known = false;
 				}
 				sp = cfa;
-				/* what the caller is */
+				/* what the caller is (the three objects CFI is read in are never changing) */
 				if (rs_unlikely(!rs_objtab_find(v, pc))) {
 					reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 					word = unknown_word(pc, relative);
@@ -686,6 +690,10 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 					/* a function that keeps frame pointers: its frame record is at cfp */
 					word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
 					tail_word(&t, v, pc);
+				}
+				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING)) {
+					reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING;
+					t.on = false;
 				}
 				if (skip)
 					skip--;
@@ -711,6 +719,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			continue;
 		} else {
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+			if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
+				reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
 			if (!skip)
 				fast_range_set(&f, v, relative);
 			else

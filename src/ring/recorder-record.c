@@ -78,9 +78,15 @@ int relstack_recorder__record(struct relstack_recorder *rec, unsigned event_id, 
 		/* skip 1: the first word is the return address into our caller, not into us */
 		n = relstack_capture(words, RS_MAX_WORDS, 1,
 				     (flags & RELSTACK_RECORD_ABSOLUTE) ? RELSTACK_CAPTURE_ABSOLUTE : 0, &v);
-		/* An object loaded since the last scan: scan, and capture again from here. */
-		if (rs_unlikely((flags & RELSTACK_RECORD_RESCAN) && (v.reasons & RELSTACK_UNRELIABLE_UNKNOWN_TEXT)) &&
-		    relstack_objtab_refresh() > 0)
+		/*
+		 * An object loaded since the last scan, or one the table could not
+		 * vouch for (no pin yet, or a dlclose under way): scan, pin, and
+		 * capture again from here.  What is still in doubt after that stays
+		 * in the verdict.
+		 */
+		if (rs_unlikely((flags & RELSTACK_RECORD_RESCAN) &&
+				(v.reasons & (RELSTACK_UNRELIABLE_UNKNOWN_TEXT | RELSTACK_UNRELIABLE_OBJECTS_CHANGING))) &&
+		    (relstack_objtab__refresh() > 0 || (v.reasons & RELSTACK_UNRELIABLE_OBJECTS_CHANGING)))
 			n = relstack_capture(words, RS_MAX_WORDS, 1,
 					     (flags & RELSTACK_RECORD_ABSOLUTE) ? RELSTACK_CAPTURE_ABSOLUTE : 0, &v);
 		if (n < 0)

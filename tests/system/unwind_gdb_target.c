@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	signal(SIGUSR1, on_usr1);
 	atexit(atexit_handler);
 	on_exit(on_exit_handler, NULL);

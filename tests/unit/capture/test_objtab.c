@@ -216,8 +216,11 @@ static void dlopen_then_dlclose_is_tracked_by_a_rescan_on_miss(void **state)
 	assert_true(o.load_epoch == epoch_loaded);
 	assert_true(e.offset >= o.text_vaddr && e.offset < o.text_vaddr + o.text_size);
 
+	/* dlclose() itself tells the table: no re-scan is needed, and one finds nothing new */
 	dlclose(h);
-	assert_true(relstack_objtab_refresh() > 0);
+	assert_int_equal(relstack_objtab_get(e.slot, &o), 0);
+	assert_int_equal(o.state, RELSTACK_OBJECT_UNLOADED);
+	assert_int_equal(relstack_objtab__refresh(), 0);
 	assert_int_equal(relstack_objtab_get(e.slot, &o), 0);
 	assert_int_equal(o.state, RELSTACK_OBJECT_UNLOADED);
 	assert_true(o.unload_epoch > epoch_loaded);
@@ -253,28 +256,28 @@ static void unloaded_slot_is_reused_only_past_every_holders_horizon(void **state
 	assert_true(hold >= 0);
 
 	ha = open_plugin("a");
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	sa = find_slot_by_suffix("librs_plugin_a.so", &o);
 	assert_true(sa > 0);
 	dlclose(ha);
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	assert_int_equal(relstack_objtab_get((uint32_t)sa, &o), 0);
 	assert_int_equal(o.state, RELSTACK_OBJECT_UNLOADED);
 
 	/* A record made before the unload may still be retained: no reuse. */
 	hb = open_plugin("b");
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	assert_int_equal(find_slot_by_suffix("librs_plugin_b.so", &o), -1);
 	assert_int_equal(relstack_objtab_get((uint32_t)sa, &o), 0);
 	assert_non_null(strstr(o.path, "librs_plugin_a.so"));
 	dlclose(hb);
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 
 	/* The holder's oldest retained record is now past the unload. */
 	unload_a = o.unload_epoch;
 	rs_objtab_hold_update(hold, unload_a);
 	hc = open_plugin("c");
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	sc = find_slot_by_suffix("librs_plugin_c.so", &o);
 	assert_int_equal(sc, sa);
 	/* the new occupant's life starts after the old one's ended */
@@ -283,10 +286,10 @@ static void unloaded_slot_is_reused_only_past_every_holders_horizon(void **state
 
 	/* A second holder that still retains old records blocks reuse again. */
 	dlclose(hc);
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	sb = rs_objtab_hold(0);
 	hb = open_plugin("b");
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	assert_int_equal(find_slot_by_suffix("librs_plugin_b.so", &o), -1);
 	dlclose(hb);
 	rs_objtab_release(sb);
@@ -356,7 +359,7 @@ static void persisted_image_holds_no_absolute_address(void **state)
 	void *h = open_plugin("b");
 	static struct maps m;
 
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	read_maps(&m);
 	assert_true(m.n > 5);
 	assert_int_equal(rs_objtab_image_write(img, size, RS_OBJTAB_SLOTS, false), 0);

@@ -94,14 +94,14 @@ static void *loader(void *arg)
 			fprintf(stderr, "dlopen: %s\n", dlerror());
 			return (void *)1;
 		}
-		relstack_objtab_refresh();
+		relstack_objtab__refresh();
 		sym = dlsym(h, "plugin_address");
 		memcpy(&addr, &sym, sizeof(addr));
 		atomic_store_explicit(&cur_plugin, addr(), memory_order_relaxed);
 		wait_for_samples(40); /* let the handlers see the plugin loaded */
 		/* The handlers keep encoding this address after the unload. */
 		dlclose(h);
-		relstack_objtab_refresh();
+		relstack_objtab__refresh();
 	}
 	timer_delete(t);
 	atomic_store(&done, 1);
@@ -157,7 +157,7 @@ static void lookups_in_signal_handlers_race_dlopen_and_dlclose_safely(void **sta
 		assert_true(dladdr1((void *)addr(), &di, (void **)&lm, RTLD_DL_LINKMAP));
 		plugin_off = addr() - lm->l_addr;
 		dlclose(h);
-		relstack_objtab_refresh();
+		relstack_objtab__refresh();
 	}
 
 	sigaction(SIGUSR1, &sa, NULL);

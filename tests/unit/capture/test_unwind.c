@@ -85,7 +85,7 @@ static int setup(void **state)
 	if (mprotect(map + page, body, PROT_READ | PROT_WRITE))
 		return -1;
 	stk = (uintptr_t *)(void *)(map + page);
-	if (relstack_objtab_refresh() < 0)
+	if (relstack_objtab__refresh() < 0)
 		return -1;
 	return 0;
 }

@@ -419,7 +419,7 @@ int main(void)
 	dl_call = load_dl_call();
 	if (!dl_call)
 		return 1;
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	capture_from_main();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

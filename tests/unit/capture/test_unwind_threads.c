@@ -196,9 +196,9 @@ static void *churn_main(void *arg)
 			h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 			if (!h)
 				continue;
-			relstack_objtab_refresh();
+			relstack_objtab__refresh();
 			dlclose(h);
-			relstack_objtab_refresh();
+			relstack_objtab__refresh();
 			atomic_fetch_add(&loads, 1);
 		}
 	}
@@ -277,6 +277,6 @@ int main(void)
 	dl_call = load_dl_call();
 	if (!dl_call)
 		return 1;
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,28 +77,28 @@ static void a_slot_unloaded_after_retained_records_is_reused_only_once_they_are_
 	assert_non_null(rec);
 
 	ha = open_plugin("a");
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	sa = find_slot("librs_plugin_a.so", &obj);
 	assert_true(sa > 0);
 	assert_int_equal(relstack_recorder__record(rec, RELSTACK_EVENT_STACK, NULL, 0, 0), 0);
 	dlclose(ha);
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	assert_int_equal(relstack_objtab_get((uint32_t)sa, &obj), 0);
 	unload_epoch = obj.unload_epoch;
 	assert_true(unload_epoch > 0);
 
 	/* the ring still holds a record made before the unload: the slot stays a's */
 	hb = open_plugin("b");
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	assert_int_equal(find_slot("librs_plugin_b.so", &obj), -1);
 	dlclose(hb);
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 
 	/* two laps of newer records overwrite it */
 	for (unsigned i = 0; i < 3000; i++)
 		assert_int_equal(relstack_recorder__record(rec, RELSTACK_EVENT_STACK, NULL, 0, 0), 0);
 	hc = open_plugin("c");
-	relstack_objtab_refresh();
+	relstack_objtab__refresh();
 	assert_int_equal(find_slot("librs_plugin_c.so", &obj), sa);
 	relstack_recorder__close(rec);
 
