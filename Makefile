@@ -44,16 +44,19 @@ test: all
 # Every test: the plain build, the whole suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency suite
 # under ThreadSanitizer, and a short fuzzing run.
+# Each part says how long it took (TIMED runs a command and prints that).
+TIMED = ./scripts/timed.sh
+
 check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
-	$(MESON) test -C $(BUILD) --print-errorlogs
-	ninja -C $(ASAN)
+	$(TIMED) "plain test suite" $(MESON) test -C $(BUILD) --print-errorlogs
+	$(TIMED) "AddressSanitizer build" ninja -C $(ASAN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		$(MESON) test -C $(ASAN) --print-errorlogs --no-suite nosan
-	ninja -C $(TSAN)
+		$(TIMED) "AddressSanitizer+UBSan test suite" $(MESON) test -C $(ASAN) --print-errorlogs --no-suite nosan
+	$(TIMED) "ThreadSanitizer build" ninja -C $(TSAN)
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-		$(MESON) test -C $(TSAN) --print-errorlogs --suite concurrency
-	ninja -C $(FUZZB)
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
+		$(TIMED) "ThreadSanitizer concurrency suite" $(MESON) test -C $(TSAN) --print-errorlogs --suite concurrency
+	$(TIMED) "fuzzing build" ninja -C $(FUZZB)
+	$(TIMED) "fuzzing" $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
 
 bench: all
 	./scripts/bench.sh $(BUILD)
