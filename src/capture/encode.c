@@ -98,6 +98,7 @@ bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out)
 		out->slot = found ? rs_objtab_view_slot(&v) : 0;
 		out->flags = found ? rs_objtab_view_flags(&v) : 0;
 		out->bias = v.bias;
+		out->restorer = found ? v.restorer : 0;
 		out->start = v.start;
 		out->end = v.end;
 		out->epoch = rs_objtab_view_epoch(&v);

@@ -25,7 +25,7 @@
  *
  * While reading, an FDE whose CIE has the 'S' augmentation (a signal
  * frame: glibc's __restore_rt) is searched for the signal-return
- * trampoline, whose address is handed to the unwinder.
+ * trampoline, whose address the object table publishes with the object.
  *
  * The read stops early once a trampoline is found and the FDEs left (at
  * most the count in .eh_frame_hdr's search table, which the linker writes
@@ -125,17 +125,15 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 	return moved ? CFA_ON_SP : CFA_NO_FRAME;
 }
 
-/* Note the signal-return trampoline inside [start, start + len); false if none. */
-static bool find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_start, uintptr_t text_end)
+/* The signal-return trampoline inside [start, start + len); 0 if none. */
+static uintptr_t find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_start, uintptr_t text_end)
 {
 	if (start < text_start || start > text_end || len > text_end - start || len > 64)
-		return false;
+		return 0;
 	for (uintptr_t pc = start; pc + RS_ARCH_SIGRETURN_LEN <= start + len; pc++)
-		if (rs_arch_is_sigreturn((const unsigned char *)pc)) {
-			rs_unwind_note_restorer(pc);
-			return true;
-		}
-	return false;
+		if (rs_arch_is_sigreturn((const unsigned char *)pc))
+			return pc;
+	return 0;
 }
 
 /*
@@ -191,7 +189,8 @@ static bool verdict_settled(uint64_t framed, uint64_t on_fp, uint64_t left)
 	       (on_fp + left) * 100 < framed * RS_FP_PERCENT;
 }
 
-bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uintptr_t text_end)
+static bool keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uintptr_t text_end,
+		     uintptr_t *restorer)
 {
 	uint64_t fdes = 0, left;
 	uintptr_t eh = eh_frame_start(info, &fdes), lo, hi;
@@ -200,7 +199,6 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 	struct cie cie = { 0 };
 	bool cie_on_fp = false;
 	uint64_t framed = 0, on_fp = 0;
-	bool restorer = false;
 
 	if (!eh || !load_segment(info, eh, &lo, &hi))
 		return true;
@@ -267,9 +265,9 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 			fp = cie_on_fp ? CFA_ON_FP : cfa_on_fp(c.p, next, cie.fde_enc);
 			framed += fp == CFA_ON_SP || fp == CFA_ON_FP;
 			on_fp += fp == CFA_ON_FP;
-			if (cie.signal)
-				restorer |= find_restorer(pc_begin, pc_range, text_start, text_end);
-			if (restorer && fdes && verdict_settled(framed, on_fp, left))
+			if (cie.signal && !*restorer)
+				*restorer = find_restorer(pc_begin, pc_range, text_start, text_end);
+			if (*restorer && fdes && verdict_settled(framed, on_fp, left))
 				break;
 		}
 		p = next;
@@ -277,4 +275,11 @@ bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start
 	if (framed == 0)
 		return true;
 	return on_fp * 100 >= framed * RS_FP_PERCENT;
+}
+
+void rs_fp_check(const struct dl_phdr_info *info, uintptr_t text_start, uintptr_t text_end,
+		 struct rs_fp_facts *out)
+{
+	out->restorer = 0;
+	out->keeps_fp = keeps_fp(info, text_start, text_end, &out->restorer);
 }

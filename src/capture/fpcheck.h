@@ -12,12 +12,19 @@
 
 #include "relstack-local.h"
 
+/* What the check learned of one object. */
+struct rs_fp_facts {
+	bool keeps_fp;      /* false only when the object is known not to keep frame pointers */
+	uintptr_t restorer; /* its signal-return trampoline (checked code bytes), or 0 */
+};
+
 /*
- * @info is the object as dl_iterate_phdr reports it; [text_start, text_end)
- * its executable span in this process.  Returns false only when the object
- * is known not to keep frame pointers.
+ * Read @info's CFI (the object as dl_iterate_phdr reports it;
+ * [text_start, text_end) its executable span in this process) and say what
+ * it shows, in @out.  Writes nothing else: the object table publishes the
+ * facts with the object.
  */
-RS_HIDDEN bool rs_fp_object_keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start,
-				     uintptr_t text_end);
+RS_HIDDEN void rs_fp_check(const struct dl_phdr_info *info, uintptr_t text_start, uintptr_t text_end,
+			   struct rs_fp_facts *out);
 
 #endif

@@ -28,6 +28,7 @@ struct rs_index_range {
 	_Atomic uintptr_t start;
 	_Atomic uintptr_t end;
 	_Atomic uintptr_t bias;
+	_Atomic uintptr_t restorer; /* the object's signal-return trampoline, or 0 */
 	_Atomic uint64_t slot_flags; /* slot in the low 32 bits, RELSTACK_OBJECT_* above */
 };
 
@@ -62,7 +63,7 @@ struct rs_objtab_view {
 	const struct rs_index *ix;
 	uint32_t n, span_log2;
 	/* the last range found: runs of addresses in one object skip the search */
-	uintptr_t start, end, bias;
+	uintptr_t start, end, bias, restorer;
 	uint64_t slot_flags;
 };
 
@@ -73,7 +74,7 @@ static inline void rs_objtab_begin(struct rs_objtab_view *v)
 	v->ix = &rs_latch.copy[v->seq & 1];
 	v->n = atomic_load_explicit(&v->ix->n, memory_order_relaxed);
 	v->span_log2 = atomic_load_explicit(&v->ix->span_log2, memory_order_relaxed);
-	v->start = v->end = v->bias = 0;
+	v->start = v->end = v->bias = v->restorer = 0;
 	v->slot_flags = 0;
 }
 
@@ -137,8 +138,15 @@ static RS_ALWAYS_INLINE bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t 
 		return false;
 	}
 	v->bias = atomic_load_explicit(&r->bias, memory_order_relaxed);
+	v->restorer = atomic_load_explicit(&r->restorer, memory_order_relaxed);
 	v->slot_flags = atomic_load_explicit(&r->slot_flags, memory_order_relaxed);
 	return true;
+}
+
+/* Is @addr, found in the view's range, that object's signal-return trampoline? */
+static inline bool rs_objtab_view_is_restorer(const struct rs_objtab_view *v, uintptr_t addr)
+{
+	return v->restorer && addr == v->restorer;
 }
 
 static inline uint32_t rs_objtab_view_slot(const struct rs_objtab_view *v)

@@ -106,6 +106,7 @@ struct rs_range {
 	uintptr_t start;
 	uintptr_t end;
 	uintptr_t bias;
+	uintptr_t restorer;
 	uint32_t slot;
 	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
 };
@@ -129,6 +130,7 @@ struct identity {
 struct found {
 	uintptr_t bias;
 	uintptr_t start, end;   /* executable span in this process */
+	uintptr_t restorer;     /* its signal-return trampoline (fpcheck.c), or 0 */
 	struct relstack_object obj;
 	struct identity id;
 	char soname[RS_SONAME_MAX];     /* DT_SONAME, "" if none or longer */
@@ -148,6 +150,7 @@ static struct {
 	struct relstack_object slot[RS_OBJTAB_SLOTS];
 	uintptr_t bias[RS_OBJTAB_SLOTS];
 	uintptr_t start[RS_OBJTAB_SLOTS], end[RS_OBJTAB_SLOTS];
+	uintptr_t restorer[RS_OBJTAB_SLOTS]; /* per slot, in the index only: an address */
 	struct found scan[RS_OBJTAB_SLOTS + 64];
 	unsigned nscan;
 	bool scan_overflow;
@@ -301,6 +304,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	const ElfW(Dyn) *dyn;
 	const char *strtab;
 	struct found *f;
+	struct rs_fp_facts facts;
 	bool have_text = false, is_vdso;
 
 	if ((*nth)++ == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
@@ -359,6 +363,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 		    memcmp(o->build_id, f->obj.build_id, o->build_id_len) == 0 && same_identity(i, f)) {
 			memcpy(f->obj.path, o->path, sizeof(f->obj.path));
 			f->obj.flags = o->flags;
+			f->restorer = T.restorer[i];
 			T.nscan++;
 			return 0;
 		}
@@ -392,8 +397,10 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 		set_path(&f->obj, canon ? canon : name);
 		free(canon);
 	}
-	if (!rs_fp_object_keeps_fp(info, f->start, f->end))
+	rs_fp_check(info, f->start, f->end, &facts);
+	if (!facts.keeps_fp)
 		f->obj.flags |= RELSTACK_OBJECT_NO_FP;
+	f->restorer = facts.restorer;
 	T.nscan++;
 	return 0;
 }
@@ -539,6 +546,7 @@ static void latch_write_copy(struct rs_index *ix, unsigned n)
 		atomic_store_explicit(&ix->r[i].start, T.sorted[i].start, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].end, T.sorted[i].end, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].bias, T.sorted[i].bias, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].restorer, T.sorted[i].restorer, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].slot_flags,
 				      (uint64_t)T.sorted[i].slot | (uint64_t)T.sorted[i].flags << 32,
 				      memory_order_relaxed);
@@ -564,6 +572,7 @@ static void publish_index(void)
 		T.sorted[n].start = T.start[i];
 		T.sorted[n].end = T.end[i];
 		T.sorted[n].bias = T.bias[i];
+		T.sorted[n].restorer = T.restorer[i];
 		T.sorted[n].slot = i;
 		T.sorted[n].flags = T.slot[i].flags | (changing(i) ? RS_OBJECT_CHANGING : 0);
 		n++;
@@ -689,6 +698,7 @@ static int scan_locked(bool force)
 		T.bias[s] = f->bias;
 		T.start[s] = f->start;
 		T.end[s] = f->end;
+		T.restorer[s] = f->restorer;
 		T.id[s] = f->id;
 		memcpy(T.soname[s], f->soname, sizeof(f->soname));
 		memcpy(T.lname[s], f->lname, sizeof(f->lname));

@@ -33,6 +33,7 @@ struct rs_lookup {
 	uint32_t slot;
 	uint32_t flags;
 	uintptr_t bias;
+	uintptr_t restorer; /* the object's signal-return trampoline, or 0 */
 	uintptr_t start, end;
 	uint64_t epoch;
 };

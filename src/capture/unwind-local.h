@@ -92,7 +92,7 @@ struct rs_fast_cache {
 	uintptr_t pass_ra;
 	uint64_t epoch; /* the object-table epoch of seq's index */
 	/* the last range the slow path's lookup found (a struct rs_objtab_view's) */
-	uintptr_t vstart, vend, vbias;
+	uintptr_t vstart, vend, vbias, vrestorer;
 	uint64_t vslot_flags;
 	_Atomic int busy; /* a store is in progress: a nested one skips */
 };
@@ -109,18 +109,6 @@ RS_HIDDEN extern __thread struct rs_thread_cache rs_tls __attribute__((tls_model
 
 /* Copy the calling thread's cache; false when its stack is unknown. */
 RS_HIDDEN bool rs_thread_stack_get(struct rs_thread_stack *out);
-
-/*
- * Signal-return trampolines: the address of each one found in the CFI of
- * a loaded object (an FDE whose CIE has the 'S' augmentation) whose code
- * bytes are the trampoline's, recorded by fpcheck.c at scan time.  The
- * walker recognises a signal frame by these addresses, and keeps ranges
- * that hold one out of its fast path.
- */
-#define RS_RESTORERS 4
-RS_HIDDEN extern _Atomic uintptr_t rs_restorer[RS_RESTORERS];
-RS_HIDDEN extern _Atomic unsigned rs_restorers; /* entries of rs_restorer in use */
-RS_HIDDEN void rs_unwind_note_restorer(uintptr_t pc);
 
 /* One walk: where it starts, what it may read, and what it found. */
 struct rs_walk {

@@ -13,22 +13,26 @@
  *   as learned ahead of time (stack.c); lo starts at the stack pointer of
  *   the walk's start and becomes fp + 16 after each frame, so every read
  *   is above the previous one and a chain can neither loop nor leave the
- *   window.  Code is never read: signal-return trampolines are known by
- *   address, their bytes checked when their object was scanned
- *   (fpcheck.c).
+ *   window.  CFI rows read slots inside the same window.  Code is never
+ *   read: a signal-return trampoline is known by its address, published
+ *   with its object by the object table, its bytes checked when the
+ *   object was scanned (fpcheck.c); so a garbage return address cannot
+ *   make the walk touch a hole in an object's text.  The CFI read is the
+ *   program's, the C library's and ld.so's, which stay mapped (cfi.h).
  * - Verdict.  reasons == 0 only if every frame passed every check and the
- *   walk ended at the thread's outermost frame: a saved frame pointer of
- *   0, or the C runtime's entry frame (docs/unwinder.md, "The end of the
- *   stack").  Only then is END written.
+ *   walk ended at the thread's outermost frame, proven by the CFI's
+ *   undefined return address (docs/unwinder.md, "The end of the stack").
+ *   Only then is END written.
  * - A failed check on the frame pointer (outside the window, misaligned,
  *   not increasing) ends the walk: nothing after it can be read safely.
  *   A return address in unknown text or in an object without frame
- *   pointers is noted and the walk goes on, best effort.  A signal frame
- *   is crossed through the ucontext the kernel saved.
+ *   pointers whose CFI is not read is noted and the walk goes on, best
+ *   effort.  A signal frame is crossed through the ucontext the kernel
+ *   saved.
  *
  * Paths: walk_fast() does the whole walk when the stack is the common
  * one (every frame in one object that keeps frame pointers, then the
- * thread's entry frame seen before) from the thread's cache alone, in
+ * thread's tail seen before) from the thread's cache alone, in
  * registers; anything else hands over to walk_once(), which goes on from
  * where walk_fast() stopped, or starts again.  Both give the same words
  * and verdict for the same stack.
@@ -38,9 +42,8 @@
  * repeated (the stack has not changed: it is this thread's, or frozen
  * under the signal handler), at most RS_LATCH_TRIES times.  walk_fast()
  * checks the same sequence at its start and end, and reads the thread's
- * cache instead of the index.  The restorer list is read with acquire on
- * its count (rs_unwind_note_restorer()).  The only state written is the
- * calling thread's own cache (fast_cache_store()).
+ * cache instead of the index.  The only state written is the calling
+ * thread's own cache (fast_cache_store()).
  *
  * Async-signal-safe: no lock, no allocation, no system call, errno untouched.
  */
@@ -54,27 +57,6 @@
 #define RS_W sizeof(uintptr_t)
 #define rs_load(addr) (*(const uintptr_t *)(addr))
 #define RS_WALK_ATTRS __attribute__((no_sanitize_address))
-
-_Atomic uintptr_t rs_restorer[RS_RESTORERS];
-_Atomic unsigned rs_restorers;
-
-/*
- * Writers are scans, serialised by the object table's lock; the entries
- * only grow.  Pairs with the acquire loads of rs_restorers in
- * is_restorer() and fast_range_set().
- */
-void rs_unwind_note_restorer(uintptr_t pc)
-{
-	unsigned n = atomic_load_explicit(&rs_restorers, memory_order_relaxed);
-
-	for (unsigned i = 0; i < n; i++)
-		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) == pc)
-			return;
-	if (n == RS_RESTORERS)
-		return;
-	atomic_store_explicit(&rs_restorer[n], pc, memory_order_relaxed);
-	atomic_store_explicit(&rs_restorers, n + 1, memory_order_release);
-}
 
 static const char *const reason_names[] = {
 	"outside-stack", "misaligned", "not-increasing", "unknown-text",
@@ -104,21 +86,6 @@ static inline const struct rs_stack_range *range_of(const struct rs_walk *w, uin
 	return NULL;
 }
 
-/*
- * Is @ra a signal-return trampoline?  Only addresses whose code bytes
- * were checked when their object was scanned count: the walk itself never
- * reads code, so a garbage return address cannot make it touch a hole in
- * an object's text.
- */
-static bool is_restorer(uintptr_t ra)
-{
-	unsigned n = atomic_load_explicit(&rs_restorers, memory_order_acquire);
-
-	for (unsigned i = 0; i < n && i < RS_RESTORERS; i++)
-		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) == ra)
-			return true;
-	return false;
-}
 
 /*
  * The word for an address in no known text.  In absolute output the
@@ -268,7 +235,7 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	/* L1: pairs with S4 */
 	uint64_t g = atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed);
 	struct fast_range nf;
-	uintptr_t vs, ve, vb;
+	uintptr_t vs, ve, vb, vr;
 	uint64_t vf;
 
 	if ((g & 1) || rs_tls.fast.seq != v->seq)
@@ -281,6 +248,7 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	vs = rs_tls.fast.vstart;
 	ve = rs_tls.fast.vend;
 	vb = rs_tls.fast.vbias;
+	vr = rs_tls.fast.vrestorer;
 	vf = rs_tls.fast.vslot_flags;
 	atomic_signal_fence(memory_order_acquire);
 	/* L3: pairs with S2 */
@@ -291,6 +259,7 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	v->start = vs;
 	v->end = ve;
 	v->bias = vb;
+	v->restorer = vr;
 	v->slot_flags = vf;
 }
 
@@ -341,6 +310,7 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 	rs_tls.fast.vstart = v->start;
 	rs_tls.fast.vend = v->end;
 	rs_tls.fast.vbias = v->bias;
+	rs_tls.fast.vrestorer = v->restorer;
 	rs_tls.fast.vslot_flags = v->slot_flags;
 	atomic_signal_fence(memory_order_release);
 	/* S4: pairs with L1 */
@@ -352,15 +322,12 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 {
 	uint32_t slot = rs_objtab_view_slot(v);
 	uint64_t max_off = (uint64_t)(v->end - 1 - v->bias);
-	unsigned n = atomic_load_explicit(&rs_restorers, memory_order_acquire);
 	uint64_t delta;
 
 	f->span = 0;
-	if (rs_objtab_view_flags(v) & (RELSTACK_OBJECT_NO_FP | RS_OBJECT_CHANGING))
+	/* an object with a signal trampoline: every frame takes the slow path, which knows it */
+	if ((rs_objtab_view_flags(v) & (RELSTACK_OBJECT_NO_FP | RS_OBJECT_CHANGING)) || v->restorer)
 		return;
-	for (unsigned i = 0; i < n && i < RS_RESTORERS; i++)
-		if (atomic_load_explicit(&rs_restorer[i], memory_order_relaxed) - v->start < v->end - v->start)
-			return;
 	if (v->bias > v->start || max_off > (slot ? RS_NATIVE_OFFSET_MASK : RS_NATIVE_MAIN_MASK))
 		return; /* some offsets would not fit a word: each frame takes the slow path */
 	delta = (slot ? RS_NATIVE_FLAG | (uint64_t)slot << RS_NATIVE_INDEX_SHIFT : 0) - (uint64_t)v->bias;
@@ -553,7 +520,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		if (rs_unlikely(!rs_objtab_find(v, ra))) {
 			reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 			word = unknown_word(ra, relative);
-		} else if (rs_unlikely(is_restorer(ra))) {
+		} else if (rs_unlikely(rs_objtab_view_is_restorer(v, ra))) {
 			/* A signal frame: continue in the context the kernel saved. */
 			uintptr_t uc = rs_arch_sigframe_context(fp);
 			struct rs_arch_context c;
@@ -671,7 +638,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 					reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 					word = unknown_word(pc, relative);
 					t.on = false;
-				} else if (rs_unlikely(is_restorer(pc))) {
+				} else if (rs_unlikely(rs_objtab_view_is_restorer(v, pc))) {
 					/* a handler in code without frame pointers: no frame record to cross from */
 					reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
 					if (out == out_end)

@@ -14,7 +14,17 @@
 #include <string.h>
 
 #include "capture/cfi.h"
-#include "capture/unwind-local.h"
+#include "capture/objtab.h"
+
+/* The signal-return trampoline the object table publishes with the C runtime; 0 if none. */
+static inline uintptr_t crt_restorer(void)
+{
+	struct rs_lookup l;
+
+	if (!rs_objtab_lookup((uintptr_t)dlsym(RTLD_DEFAULT, "__libc_start_main"), &l))
+		return 0;
+	return l.restorer;
+}
 
 /* The C runtime's CFI object. */
 static inline const struct rs_cfi_object *crt_cfi(void)
@@ -62,7 +72,7 @@ static inline uintptr_t cfi_ra_of_kind(const struct rs_cfi_object *o, enum row_k
 			break;
 		case ROW_UNSUPPORTED:
 			/* not a signal trampoline's FDE (refused too, and the walk knows it by address) */
-			if (err == -ENOTSUP && pc + 1 != atomic_load(&rs_restorer[0]) && pc != atomic_load(&rs_restorer[0]))
+			if (err == -ENOTSUP && pc + 1 != crt_restorer() && pc != crt_restorer())
 				return pc + 1;
 			break;
 		}

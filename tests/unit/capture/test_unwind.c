@@ -290,14 +290,19 @@ static void return_address_in_no_object_is_unknown_text(void **state)
 
 static void the_restorer_is_found_in_the_c_runtime(void **state)
 {
-	uintptr_t r = atomic_load(&rs_restorer[0]);
+	uintptr_t r = crt_restorer();
 	struct rs_lookup l;
 
+	/* published with the C runtime's range, its bytes the trampoline's */
 	assert_true(r != 0);
 	assert_true(rs_arch_is_sigreturn((const unsigned char *)r));
 	assert_true(rs_objtab_lookup(r, &l));
+	assert_int_equal(l.restorer, r);
 	assert_true(rs_objtab_lookup((uintptr_t)dlsym(RTLD_DEFAULT, "__libc_start_main"), &l));
 	assert_true(r >= l.start && r < l.end);
+	/* and with no other object's */
+	assert_true(rs_objtab_lookup(fp_text(), &l));
+	assert_int_equal(l.restorer, 0);
 }
 
 /* A handler frame at @hf whose return address is the restorer, its ucontext after it. */
@@ -305,7 +310,7 @@ static ucontext_t *signal_frame(size_t hf, uintptr_t pc, uintptr_t sp, uintptr_t
 {
 	ucontext_t *uc = (ucontext_t *)(void *)&stk[hf + 2];
 
-	frame(hf, 0x5a5a, atomic_load(&rs_restorer[0]));
+	frame(hf, 0x5a5a, crt_restorer());
 	memset(uc, 0, sizeof(*uc));
 	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
 	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
@@ -648,7 +653,7 @@ static uintptr_t random_word(void)
 	case 5: return fp_text() + rnd() % 64;
 	case 6: return nofp_text();
 	case 7: return crt_ra[rnd() % RS_ARRAY_SIZE(crt_ra)];
-	case 8: return atomic_load(&rs_restorer[0]);
+	case 8: return crt_restorer();
 	case 9: return UNKNOWN_TEXT_ADDR + rnd() % 4096;
 	case 10: return 1;
 	default: return (uintptr_t)rnd();

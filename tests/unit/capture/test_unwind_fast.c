@@ -149,7 +149,7 @@ static int find_objects(void)
 	 */
 	entry_ra[0] = cfi_ra_of_kind(crt_cfi(), ROW_OUTERMOST);
 	entry_ra[1] = cfi_ra_of_kind(crt_cfi(), ROW_ENTRY);
-	restorer = atomic_load(&rs_restorer[0]);
+	restorer = crt_restorer();
 	/* a frame a recorder in another object skips: in librs_unwind_fp.so */
 	pass_ra = (uintptr_t)&rs_unwind_fp_call + 5;
 	if (nfp == 0 || !entry_ra[0] || !entry_ra[1] || !rs_objtab_lookup(entry_ra[0], &l) ||
