@@ -11,10 +11,12 @@
  *                  in libc.so.6 itself, since libunwind exports a
  *                  `backtrace` of its own that would otherwise interpose
  *
- * and two variants of relstack's, measured but not ratioed against peers:
+ * and variants of relstack's, measured but not ratioed against peers:
  *
  *   relstack_skip1    relstack_capture() skipping one frame (as the recorder does)
  *   relstack_context  relstack_capture_context() from a getcontext() ucontext
+ *   relstack_qsort    relstack_capture() in a qsort() comparison function: the
+ *                     C library's frames (no frame pointers) followed by CFI
  *
  *   bench_capture                  time every method at every depth: ns per
  *                                  capture and per frame, and ratios
@@ -41,12 +43,12 @@
 
 enum method {
 	RELSTACK, RELSTACK_ABS, FP_FLOOR, UNW_BACKTRACE, GLIBC, /* GLIBC: the last peer */
-	RELSTACK_SKIP1, RELSTACK_CONTEXT, NMETHODS
+	RELSTACK_SKIP1, RELSTACK_CONTEXT, RELSTACK_QSORT, NMETHODS
 };
 
 static const char *const method_names[NMETHODS] = {
 	"relstack", "relstack_abs", "fp_floor", "unw_backtrace", "glibc",
-	"relstack_skip1", "relstack_context",
+	"relstack_skip1", "relstack_context", "relstack_qsort",
 };
 
 static int (*glibc_backtrace)(void **, int);
@@ -104,6 +106,9 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 		case RELSTACK_SKIP1:
 			n = relstack_capture(words, MAXW, 1, 0, &v);
 			break;
+		case RELSTACK_QSORT:
+			n = relstack_capture(words, MAXW, 0, 0, &v);
+			break;
 		default:
 			break;
 		}
@@ -111,6 +116,24 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 	}
 	r->frames = (r->m == RELSTACK || r->m == RELSTACK_ABS || r->m > GLIBC) ? (int)v.frames : n;
 	r->reasons = v.reasons;
+}
+
+/* qsort() calls it once for two elements: the captures run inside the C library's call. */
+static struct run *qsort_run;
+
+static int qsort_cmp(const void *a, const void *b)
+{
+	capture_loop(qsort_run);
+	return *(const int *)a - *(const int *)b;
+}
+
+__attribute__((noinline)) static void qsort_loop(struct run *r)
+{
+	int pair[2] = { 2, 1 };
+
+	qsort_run = r;
+	qsort(pair, 2, sizeof(pair[0]), qsort_cmp);
+	__asm__ volatile("" ::: "memory");
 }
 
 /* Its own function: getcontext() returns twice for the compiler. */
@@ -142,6 +165,8 @@ static chain_fn chain[129];
 			chain[r->depth - left](r, left - 1);                \
 		else if (r->m == RELSTACK_CONTEXT)                          \
 			context_loop(r);                                    \
+		else if (r->m == RELSTACK_QSORT)                            \
+			qsort_loop(r);                                      \
 		else                                                        \
 			capture_loop(r);                                    \
 		__asm__ volatile("" ::: "memory");                          \

@@ -10,7 +10,7 @@
 set -eu
 prog=$1
 n1=${2:-1000} n2=${3:-3000}
-methods="relstack relstack_abs fp_floor unw_backtrace glibc relstack_skip1 relstack_context"
+methods="relstack relstack_abs fp_floor unw_backtrace glibc relstack_skip1 relstack_context relstack_qsort"
 
 if ! command -v valgrind >/dev/null; then
 	echo "capture: callgrind skipped: valgrind not installed" >&2
@@ -45,6 +45,12 @@ for d in 8 32 128; do
 	done
 	awk -v a="$ir_relstack_skip1" -v b="$ir_relstack" -v n="capture_relstack_skip1_d${d}_ir" \
 		'BEGIN { printf "%s: %+.1f instructions/capture vs relstack\n", n, a - b }'
+	# the frames a qsort() call adds (the comparison function's and the C library's), each by CFI
+	fq=$("$prog" relstack_qsort "$d" frames)
+	fr=$("$prog" relstack "$d" frames)
+	awk -v a="$ir_relstack_qsort" -v b="$ir_relstack" -v fa="$fq" -v fb="$fr" \
+		-v n="capture_relstack_qsort_d${d}_ir_extra_frame" \
+		'BEGIN { printf "%s: %.1f instructions/frame for the %d frames qsort adds\n", n, (a - b) / (fa - fb), fa - fb }'
 	for m in relstack fp_floor; do
 		eval "ir_${m}_d$d=\$ir_$m"
 		eval "frames_${m}_d$d=\$($prog $m $d frames)"

@@ -10,10 +10,12 @@
  * Rules for other registers are read past: the walk recovers only these.
  *
  * Async-signal-safe: no lock, no allocation, no system call; every read
- * inside the object's segment [lo, hi), a bounded state stack.
+ * inside the object's segment [lo, hi), a bounded state stack; rows found
+ * are kept in a lock-free cache (row_cache).
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <link.h>
 #include <sys/auxv.h>
 
@@ -197,7 +199,7 @@ static inline int32_t table_word(const unsigned char *p)
 	return v;
 }
 
-int rs_cfi_row_at(const struct rs_cfi_object *o, uintptr_t pc, struct rs_cfi_row *row)
+static int row_compute(const struct rs_cfi_object *o, uintptr_t pc, struct rs_cfi_row *row)
 {
 	const unsigned char *seg_end = (const unsigned char *)o->hi, *body, *cbody;
 	uint32_t lo = 0, hi = o->count;
@@ -275,6 +277,93 @@ int rs_cfi_row_at(const struct rs_cfi_object *o, uintptr_t pc, struct rs_cfi_row
 	row->fp_rule = r.st.fp.kind == RULE_NONE ? RS_CFI_SAME : r.st.fp.kind;
 	row->fp_off = r.st.fp.off;
 	return 0;
+}
+
+/*
+ * Rows already found, shared by every thread: a row of these objects never
+ * changes, and finding one (the search, the CIE, the instructions up to
+ * the address) costs far more than a frame-pointer frame.  Direct-mapped
+ * by address; each entry is a sequence lock taken by compare-and-swap:
+ *
+ *   fill:  F1  seq even and CAS seq -> seq + 1, else give up (another
+ *              writer, maybe the code this signal handler interrupted)
+ *          F2  store pc and the packed row (relaxed atomics)
+ *          F3  seq + 2 (release)
+ *   read:  R1  s = seq (acquire); odd or 0: a miss
+ *          R2  load pc and the packed row
+ *          R3  seq == s (after an acquire fence), and pc is the address
+ *
+ * R3 pairs with F1 and F3: a row read while a fill ran, or across one, is
+ * not used.  A miss computes the row, as without the cache.
+ */
+#define ROW_CACHE 512u
+
+struct row_entry {
+	_Atomic uint64_t seq;
+	_Atomic uintptr_t pc;
+	_Atomic uint64_t w0, w1; /* the row packed: see row_pack() */
+};
+
+static struct row_entry row_cache[ROW_CACHE];
+
+/* w0: cfa_off, ra_off; w1: fp_off, the rules and flags, and the result */
+static bool row_pack(int err, const struct rs_cfi_row *r, uint64_t *w0, uint64_t *w1)
+{
+	if (r->cfa_off != (int32_t)r->cfa_off || r->ra_off != (int32_t)r->ra_off || r->fp_off != (int32_t)r->fp_off)
+		return false;
+	*w0 = (uint32_t)(int32_t)r->cfa_off | (uint64_t)(uint32_t)(int32_t)r->ra_off << 32;
+	*w1 = (uint32_t)(int32_t)r->fp_off | (uint64_t)r->cfa_on_fp << 32 | (uint64_t)(r->ra_rule & 3) << 33 |
+	      (uint64_t)(r->fp_rule & 3) << 35 | (uint64_t)(uint8_t)(-err) << 40;
+	return true;
+}
+
+static int row_unpack(uint64_t w0, uint64_t w1, struct rs_cfi_row *r)
+{
+	r->cfa_off = (int32_t)(uint32_t)w0;
+	r->ra_off = (int32_t)(uint32_t)(w0 >> 32);
+	r->fp_off = (int32_t)(uint32_t)w1;
+	r->cfa_on_fp = (w1 >> 32) & 1;
+	r->ra_rule = (w1 >> 33) & 3;
+	r->fp_rule = (w1 >> 35) & 3;
+	return -(int)(uint8_t)(w1 >> 40);
+}
+
+int rs_cfi_row_at(const struct rs_cfi_object *o, uintptr_t pc, struct rs_cfi_row *row)
+{
+	struct row_entry *e = &row_cache[(pc ^ pc >> 9) % ROW_CACHE];
+	uint64_t s, w0, w1;
+	uintptr_t epc;
+	int err;
+
+	/* R1: pairs with F3 */
+	s = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if (s && !(s & 1)) {
+		/* R2 */
+		epc = atomic_load_explicit(&e->pc, memory_order_relaxed);
+		w0 = atomic_load_explicit(&e->w0, memory_order_relaxed);
+		w1 = atomic_load_explicit(&e->w1, memory_order_relaxed);
+		/* R3: pairs with F1 */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&e->seq, memory_order_relaxed) == s && epc == pc)
+			return row_unpack(w0, w1, row);
+	}
+	memset(row, 0, sizeof(*row));
+	err = row_compute(o, pc, row);
+	if (row_pack(err, row, &w0, &w1)) {
+		s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+		/* F1 */
+		if (!(s & 1) && atomic_compare_exchange_strong_explicit(&e->seq, &s, s + 1, memory_order_acquire,
+									 memory_order_relaxed)) {
+			atomic_thread_fence(memory_order_release);
+			/* F2 */
+			atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
+			atomic_store_explicit(&e->w0, w0, memory_order_relaxed);
+			atomic_store_explicit(&e->w1, w1, memory_order_relaxed);
+			/* F3: pairs with R1 */
+			atomic_store_explicit(&e->seq, s + 2, memory_order_release);
+		}
+	}
+	return err;
 }
 
 /* The object's span, and its .eh_frame_hdr search table if it has a usable one. */
