@@ -582,6 +582,37 @@ static void c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object(void **state
 	assert_int_equal(n, 1);
 }
 
+static void cfi_rows_read_again_from_the_cache_are_the_same(void **state)
+{
+	const struct rs_cfi_object *o = crt_cfi();
+	unsigned rows = 0;
+
+	assert_non_null(o);
+	/* every FDE's first rows, twice: the second time from the cache (or computed again, the same) */
+	for (uint32_t i = 0; i < o->count; i++) {
+		int32_t rel;
+		uintptr_t pc;
+
+		memcpy(&rel, o->table + (size_t)i * 8, sizeof(rel));
+		pc = o->hdr + (intptr_t)rel;
+		for (uintptr_t a = pc; a < pc + 8; a++) {
+			struct rs_cfi_row r1, r2;
+			int e1 = rs_cfi_row_at(o, a, &r1), e2 = rs_cfi_row_at(o, a, &r2);
+
+			assert_int_equal(e1, e2);
+			if (e1)
+				continue;
+			assert_int_equal(r1.ra_rule, r2.ra_rule);
+			if (r1.ra_rule == RS_CFI_UNDEFINED)
+				continue;
+			assert_true(r1.cfa_off == r2.cfa_off && r1.ra_off == r2.ra_off && r1.cfa_on_fp == r2.cfa_on_fp &&
+				    r1.fp_rule == r2.fp_rule && (r1.fp_rule != RS_CFI_OFFSET || r1.fp_off == r2.fp_off));
+			rows++;
+		}
+	}
+	assert_true(rows > o->count);
+}
+
 static void unknown_stack_reads_nothing(void **state)
 {
 	uint64_t words[16];
@@ -758,6 +789,7 @@ int main(void)
 		cmocka_unit_test_setup(zero_frame_pointer_ends_the_stack_only_after_the_outermost_frame, clear_stack),
 		cmocka_unit_test_setup(c_runtime_frames_are_followed_by_their_cfi_to_the_end, clear_stack),
 		cmocka_unit_test_setup(c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object, clear_stack),
+		cmocka_unit_test(cfi_rows_read_again_from_the_cache_are_the_same),
 		cmocka_unit_test_setup(unknown_stack_reads_nothing, clear_stack),
 		cmocka_unit_test(reason_strings_are_stable_short_names),
 		cmocka_unit_test(bad_arguments_are_refused),
