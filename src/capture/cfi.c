@@ -75,6 +75,12 @@ static void restore_rule(struct run *r, uint64_t reg)
 		r->st.ra = r->in_fde ? r->initial.ra : none;
 }
 
+/* A factored offset, wrapping as hostile CFI may make it (a rule then fails the window checks). */
+static inline int64_t factored(uint64_t v, int64_t factor)
+{
+	return (int64_t)(v * (uint64_t)factor);
+}
+
 /* Move to @loc; true when the row at pc is complete (loc passed it). */
 static inline bool advance(struct run *r, uintptr_t loc)
 {
@@ -100,7 +106,7 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 				return true;
 			continue;
 		case 2: /* offset */
-			set_rule(r, op & 0x3f, RS_CFI_OFFSET, (int64_t)get_uleb(&c) * da);
+			set_rule(r, op & 0x3f, RS_CFI_OFFSET, factored(get_uleb(&c), da));
 			continue;
 		case 3: /* restore */
 			restore_rule(r, op & 0x3f);
@@ -120,7 +126,7 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 		case 0x04: if (advance(r, r->loc + get_u(&c, 4) * ca)) return !c.bad; break;
 		case 0x05: /* offset_extended */
 			reg = get_uleb(&c);
-			set_rule(r, reg, RS_CFI_OFFSET, (int64_t)get_uleb(&c) * da);
+			set_rule(r, reg, RS_CFI_OFFSET, factored(get_uleb(&c), da));
 			break;
 		case 0x06: restore_rule(r, get_uleb(&c)); break;                      /* restore_extended */
 		case 0x07: set_rule(r, get_uleb(&c), RS_CFI_UNDEFINED, 0); break;      /* undefined */
@@ -161,14 +167,14 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 			break;
 		case 0x11: /* offset_extended_sf */
 			reg = get_uleb(&c);
-			set_rule(r, reg, RS_CFI_OFFSET, get_sleb(&c) * da);
+			set_rule(r, reg, RS_CFI_OFFSET, factored((uint64_t)get_sleb(&c), da));
 			break;
 		case 0x12: /* def_cfa_sf */
 			r->st.cfa_reg = get_uleb(&c);
-			r->st.cfa_off = get_sleb(&c) * da;
+			r->st.cfa_off = factored((uint64_t)get_sleb(&c), da);
 			r->st.cfa_expr = false;
 			break;
-		case 0x13: r->st.cfa_off = get_sleb(&c) * da; break; /* def_cfa_offset_sf */
+		case 0x13: r->st.cfa_off = factored((uint64_t)get_sleb(&c), da); break; /* def_cfa_offset_sf */
 		case 0x14: /* val_offset */
 			reg = get_uleb(&c);
 			get_uleb(&c);
@@ -182,7 +188,7 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 		case 0x2e: get_uleb(&c); break; /* GNU_args_size */
 		case 0x2f:                      /* GNU_negative_offset_extended */
 			reg = get_uleb(&c);
-			set_rule(r, reg, RS_CFI_OFFSET, -(int64_t)get_uleb(&c) * da);
+			set_rule(r, reg, RS_CFI_OFFSET, factored(0 - get_uleb(&c), da));
 			break;
 		default:
 			return false;
@@ -389,31 +395,40 @@ static bool cfi_object_set(const struct dl_phdr_info *info, struct rs_cfi_object
 	o->end = hi;
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t hdr = info->dlpi_addr + ph->p_vaddr;
-		struct cursor c;
-		uint8_t enc, count_enc, table_enc;
-		uintptr_t n;
+		uintptr_t hdr = info->dlpi_addr + ph->p_vaddr, seg_lo, seg_hi;
 
-		if (ph->p_type != PT_GNU_EH_FRAME || !load_segment(info, hdr, &o->lo, &o->hi))
-			continue;
-		c = (struct cursor){ (const unsigned char *)hdr, (const unsigned char *)o->hi, false };
-		if (get_byte(&c) != 1)
+		if (ph->p_type == PT_GNU_EH_FRAME && load_segment(info, hdr, &seg_lo, &seg_hi)) {
+			rs_cfi_object_table(o, hdr, seg_lo, seg_hi);
 			break;
-		enc = get_byte(&c);
-		count_enc = get_byte(&c);
-		table_enc = get_byte(&c);
-		get_encoded(&c, enc, hdr);
-		if (c.bad || table_enc != RS_EH_TABLE_ENC || count_enc == 0xff || (count_enc & 0x70))
-			break;
-		n = get_encoded(&c, count_enc, 0);
-		if (c.bad || n > UINT32_MAX || n > (uintptr_t)(c.end - c.p) / 8)
-			break;
-		o->hdr = hdr;
-		o->table = c.p;
-		o->count = (uint32_t)n;
-		break;
+		}
 	}
 	return true; /* without a table: known, and every lookup in it fails */
+}
+
+bool rs_cfi_object_table(struct rs_cfi_object *o, uintptr_t hdr, uintptr_t lo, uintptr_t hi)
+{
+	struct cursor c = { (const unsigned char *)hdr, (const unsigned char *)hi, false };
+	uint8_t enc, count_enc, table_enc;
+	uintptr_t n;
+
+	o->lo = lo;
+	o->hi = hi;
+	o->count = 0;
+	if (hdr < lo || hdr >= hi || get_byte(&c) != 1)
+		return false;
+	enc = get_byte(&c);
+	count_enc = get_byte(&c);
+	table_enc = get_byte(&c);
+	get_encoded(&c, enc, hdr);
+	if (c.bad || table_enc != RS_EH_TABLE_ENC || count_enc == 0xff || (count_enc & 0x70))
+		return false;
+	n = get_encoded(&c, count_enc, 0);
+	if (c.bad || n > UINT32_MAX || n > (uintptr_t)(c.end - c.p) / 8)
+		return false;
+	o->hdr = hdr;
+	o->table = c.p;
+	o->count = (uint32_t)n;
+	return true;
 }
 
 struct find {

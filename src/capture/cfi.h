@@ -57,6 +57,13 @@ struct rs_cfi_row {
 RS_HIDDEN extern struct rs_cfi_object rs_cfi_objects[RS_CFI_OBJECTS];
 RS_HIDDEN extern unsigned rs_cfi_nobjects;
 
+/*
+ * Set @o's search table from the .eh_frame_hdr at @hdr, every read (the
+ * table's and the FDEs') to stay in [lo, hi).  False, with no table, for
+ * a header the walk cannot use.  (The fuzz target gives it any bytes.)
+ */
+RS_HIDDEN bool rs_cfi_object_table(struct rs_cfi_object *o, uintptr_t hdr, uintptr_t lo, uintptr_t hi);
+
 /* Find the three objects; at library load, before any capture. */
 RS_HIDDEN void rs_cfi_init(void);
 

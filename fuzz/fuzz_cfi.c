@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libFuzzer target: the CFI readers of the capture side.  The input is
+ * one object's read-only segment: an .eh_frame_hdr at its start, its
+ * .eh_frame anywhere after.  cfi.c's rows are asked for at addresses the
+ * input's last bytes choose, and at every FDE start the table lists;
+ * fpcheck.c reads the same bytes through a made-up program header table
+ * (the segment also stands for the object's text, so the signal
+ * trampoline search reads it too).  Every read must stay in the input.
+ */
+#include <link.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/cfi.h"
+#include "capture/fpcheck.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rs_cfi_object o = { 0 };
+	struct rs_cfi_row row;
+	struct rs_fp_facts facts;
+	struct dl_phdr_info info = { 0 };
+	ElfW(Phdr) ph[2];
+	unsigned char *seg;
+	uintptr_t lo, hi;
+
+	if (size < 8)
+		return 0;
+	/* an exact-size copy: ASan sees any read past the end */
+	seg = malloc(size);
+	if (!seg)
+		return 0;
+	memcpy(seg, data, size);
+	lo = (uintptr_t)seg;
+	hi = lo + size;
+	o.start = lo;
+	o.end = hi;
+	if (rs_cfi_object_table(&o, lo, lo, hi)) {
+		for (size_t i = 0; i < 8; i++)
+			rs_cfi_row_at(&o, lo + data[size - 1 - i] * (size / 256 + 1), &row);
+		for (uint32_t i = 0; i < o.count && i < 64; i++) {
+			int32_t rel;
+
+			memcpy(&rel, o.table + (size_t)i * 8, sizeof(rel));
+			rs_cfi_row_at(&o, o.hdr + (intptr_t)rel, &row);
+			rs_cfi_row_at(&o, o.hdr + (intptr_t)rel + 3, &row);
+		}
+	}
+	memset(ph, 0, sizeof(ph));
+	ph[0].p_type = PT_LOAD;
+	ph[0].p_filesz = ph[0].p_memsz = size;
+	ph[1].p_type = PT_GNU_EH_FRAME;
+	info.dlpi_addr = lo;
+	info.dlpi_phdr = ph;
+	info.dlpi_phnum = 2;
+	rs_fp_check(&info, lo, hi, &facts);
+	free(seg);
+	return 0;
+}
