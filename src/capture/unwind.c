@@ -104,11 +104,23 @@ static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool 
 		*reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 		return unknown_word(addr, relative);
 	}
-	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
-		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) && !rs_cfi_object_of(addr))
+		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT; /* (in the others the walk follows the CFI) */
 	if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 		*reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
 	return relative ? rs_objtab_view_word(v, addr) : (uint64_t)addr;
+}
+
+/*
+ * After code_word() found an interrupted pc: the CFI object to follow the
+ * interrupted function by, when it keeps no frame pointers; NULL if its
+ * frame pointer is to be followed (or the pc is in no object).
+ */
+static inline const struct rs_cfi_object *interrupted_cfi(const struct rs_objtab_view *v, uintptr_t pc)
+{
+	if (pc - v->start >= v->end - v->start || !(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
+		return NULL;
+	return rs_cfi_object_of(pc);
 }
 
 /*
@@ -443,6 +455,15 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	unsigned skip = resume ? 0 : w->skip; /* walk_fast() wrote words only after skipping */
 	bool end = false;
 	struct tail t;
+	/*
+	 * The CFI walk's state (see the NO_FP branch below): the function at
+	 * pc, in co, with its stack pointer sp and frame pointer cfp; exact:
+	 * pc is an interrupted instruction, its word already written, not a
+	 * return address.
+	 */
+	const struct rs_cfi_object *co = NULL;
+	uintptr_t pc = 0, sp = 0, cfp = 0;
+	bool cfp_known = false, cfp_is_next = false, exact = false;
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
@@ -471,6 +492,16 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		lo = rs->lo;
 	}
 	lo0 = resume && rs->n > (w->pc != 0) ? 0 : lo; /* a frame was read below lo: its ra is at lo - 8 */
+	if (w->pc && !resume && (co = interrupted_cfi(v, w->pc))) {
+		/* an interrupted function that keeps no frame pointer: its CFI, from its exact pc */
+		pc = w->pc;
+		sp = w->sp;
+		cfp = w->fp;
+		cfp_known = true;
+		cfp_is_next = false;
+		exact = true;
+		goto cfi;
+	}
 
 	for (;;) {
 		uintptr_t next, ra;
@@ -558,13 +589,24 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			hi = r->hi;
 			top = hi - RS_ARCH_FRAME_SIZE;
 			fp = c.fp;
+			if ((co = interrupted_cfi(v, c.pc))) {
+				pc = c.pc;
+				sp = c.sp;
+				cfp = c.fp;
+				cfp_known = true;
+				cfp_is_next = false;
+				exact = true;
+				goto cfi;
+			}
 			continue;
 		} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-			const struct rs_cfi_object *co = rs_cfi_object_of(ra);
+			co = rs_cfi_object_of(ra);
 			/* the caller resumes at ra, its stack just above the frame record */
-			uintptr_t pc = ra, sp = fp + RS_ARCH_FRAME_SIZE, cfp = next;
-			bool cfp_known = true, cfp_is_next = true;
-
+			pc = ra;
+			sp = fp + RS_ARCH_FRAME_SIZE;
+			cfp = next;
+			cfp_known = cfp_is_next = true;
+			exact = false;
 			if (!co) {
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
@@ -574,23 +616,28 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			}
 			t = (struct tail){ .on = !skip && !(w->flags & RS_WALK_COMPLETE), .fp = fp, .ra = ra,
 					   .top = RS_ARCH_FRAME_SIZE };
+cfi:
 			for (;;) {
 				struct rs_cfi_row row;
 				uintptr_t cfa, slot;
 
-				/* pc, a return address in co, found in the view */
-				word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
-				if (skip)
-					skip--;
-				else if (out == out_end)
-					goto truncated;
-				else
-					*out++ = word;
-				tail_word(&t, v, pc);
-				if (rs_cfi_row_at(co, pc - 1, &row)) {
+				if (!exact) {
+					/* pc, a return address in co, found in the view */
+					word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
+					if (skip)
+						skip--;
+					else if (out == out_end)
+						goto truncated;
+					else
+						*out++ = word;
+					tail_word(&t, v, pc);
+				}
+				/* a return address: the row of the call; an interrupted pc: its own */
+				if (rs_cfi_row_at(co, pc - !exact, &row)) {
 					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					break; /* best effort: on with the frame pointer */
 				}
+				exact = false;
 				if (row.ra_rule == RS_CFI_UNDEFINED) {
 					end = true;
 					goto walk_end;
@@ -679,7 +726,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			 * CFA.  If it is still the frame record's, the tail depends
 			 * on it: a slot of its own.
 			 */
-			if (cfp_is_next)
+			if (cfp_is_next && t.on)
 				tail_load(&t, fp + RS_ARCH_FRAME_NEXT * RS_W);
 			lo = sp;
 			fp = cfp;
@@ -947,6 +994,8 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 			words[0] = code_word(&pv, w->pc, !abs, &reasons);
 			n0 = 1;
 			seq = pv.seq;
+			if (interrupted_cfi(&pv, w->pc))
+				goto general; /* walk_once() follows its CFI; walk_fast() never does */
 		} else {
 			/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
 			seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
@@ -958,6 +1007,7 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 			return n;
 		rsp = &rs;
 	}
+general:
 	if (abs)
 		return walk_absolute(w, words, cap, verdict, rsp);
 	return walk_relative(w, words, cap, verdict, rsp);

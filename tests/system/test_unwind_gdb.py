@@ -33,12 +33,15 @@ del sys.argv[1:3]
 
 REASON_SIGNAL_FRAME = 0x10
 REASON_NO_FP_OBJECT = 0x80
+SIGNAL_WORD = (1 << 64) - 3  # the SIGNAL marker of absolute 64-bit words
 
 # Captures that must be reliable, on both threads unless said otherwise.
 RELIABLE = ["chain", "pthread_once", "qsort", "bsearch", "twalk", "dl_iterate_phdr", "tail_call"]
 RELIABLE_MAIN_ONLY = ["atexit", "on_exit", "destructor"]
-# Captures in a handler that interrupted the C library: a signal frame crossed.
-SIGNAL = ["signal"]
+# Captures in a handler that interrupted the C library: a signal frame crossed
+# (relstack_capture), or the interrupted stack itself (relstack_capture_context).
+SIGNAL = ["signal", "signal_context"]
+REASON_ASYNC_START = 0x20
 
 PRINT_FRAMES = r'''
 import gdb
@@ -70,6 +73,7 @@ def run_under_gdb():
                 "set backtrace past-main on\nhandle SIGUSR1 nostop noprint pass\n"
                 f"source {script}\n"
                 "break relstack_capture\ncommands\nsilent\nrelstack-frames\ncontinue\nend\n"
+                "break relstack_capture_context\ncommands\nsilent\nrelstack-frames\ncontinue\nend\n"
                 f"run {traces_path}\n")
     try:
         p = subprocess.run([GDB, "-batch", "-nx", "-x", cmds, TARGET], capture_output=True, text=True,
@@ -107,7 +111,7 @@ class AgainstGdb(unittest.TestCase):
         self.assertEqual(set(self.by_tag), expected, self.gdb.stdout[-3000:] + self.gdb.stderr[-3000:])
         self.assertEqual(len(self.frames), len(self.traces))
         for fr in self.frames:
-            self.assertEqual(fr[0][1], "relstack_capture")
+            self.assertIn(fr[0][1], ("relstack_capture", "relstack_capture_context"))
 
     def gdb_frames(self, tag):
         i, _ = self.by_tag[tag]
@@ -158,16 +162,33 @@ class AgainstGdb(unittest.TestCase):
             self.assertNotIn("tail_caller", names)
             self.assertEqual(names[1:3], ["tail_callee", "tail_entry"])
 
+    def test_context_a_signal_interrupted_in_the_c_library_equals_gdb_past_the_signal_frame(self):
+        for where in ("main", "thread"):
+            with self.subTest(where=where):
+                _, (_, reasons, words, end) = self.by_tag[f"signal_context.{where}"]
+                frames = self.gdb_frames(f"signal_context.{where}")
+                sig = [k for k, _, _ in frames].index("sig")
+                # from the interrupted pc (in the C library, followed by its CFI) to the outermost frame
+                self.assertEqual(reasons, REASON_ASYNC_START, f"reasons {reasons:#x}")
+                self.assertFalse(end)
+                self.assertEqual(words, [int(pc, 16) for _, _, pc in frames[sig + 1:]],
+                                 f"trace {[hex(w) for w in words]}\n gdb {frames}")
+                self.assertEqual(frames[-1][1], "_start" if where == "main" else "clone3")
+
     def test_handler_that_interrupted_the_c_library_is_a_signal_frame(self):
         for where in ("main", "thread"):
             with self.subTest(where=where):
                 _, (_, reasons, words, end) = self.by_tag[f"signal.{where}"]
+                self.assertEqual(reasons, REASON_SIGNAL_FRAME, f"reasons {reasons:#x}")
                 frames = self.gdb_frames(f"signal.{where}")
                 self.assertTrue(reasons & REASON_SIGNAL_FRAME, f"reasons {reasons:#x}")
                 self.assertFalse(end)
-                # gdb sees the same handler frames down to the signal frame
+                # the same frames as gdb's, the SIGNAL marker where gdb has the trampoline's frame,
+                # then the interrupted pc in the C library and its callers (by the CFI) to the end
                 sig = [k for k, _, _ in frames].index("sig")
-                self.assertEqual(words[:sig], [int(pc, 16) for _, _, pc in frames[:sig]])
+                expect = [int(pc, 16) for _, _, pc in frames]
+                expect[sig] = SIGNAL_WORD
+                self.assertEqual(words, expect, f"trace {[hex(w) for w in words]}\n gdb {frames}")
 
 
 if __name__ == "__main__":

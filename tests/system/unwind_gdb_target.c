@@ -37,6 +37,7 @@
 
 /* Not static: gdb and the test name them, and no interprocedural optimisation may merge them. */
 void corpus_capture(const char *tag);
+void corpus_capture_context(const char *tag, const void *uc);
 void gdb_capture_here(void *arg);
 void gdb_from_dl(void *arg);
 void gdb_chain_start(void);
@@ -50,13 +51,9 @@ static FILE *out;
 static void (*dl_call)(rs_unwind_cb, void *);
 static const char *where; /* "main" or "thread" */
 
-__attribute__((noinline)) void corpus_capture(const char *tag)
+static void write_trace(const char *tag, const uint64_t *w, int n, const struct relstack_verdict *v)
 {
-	uint64_t w[MAXW];
-	struct relstack_verdict v;
-	int n = relstack_capture(w, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &v);
-
-	fprintf(out, "%s.%s %x", tag, where, v.reasons);
+	fprintf(out, "%s.%s %x", tag, where, v->reasons);
 	for (int i = 0; i < n; i++) {
 		if (w[i] == UINT64_MAX)
 			fprintf(out, " END");
@@ -65,6 +62,26 @@ __attribute__((noinline)) void corpus_capture(const char *tag)
 	}
 	fputc('\n', out);
 	fflush(out);
+}
+
+__attribute__((noinline)) void corpus_capture(const char *tag)
+{
+	uint64_t w[MAXW];
+	struct relstack_verdict v;
+	int n = relstack_capture(w, MAXW, 0, RELSTACK_CAPTURE_ABSOLUTE, &v);
+
+	write_trace(tag, w, n, &v);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* The stack a signal interrupted, from its ucontext. */
+__attribute__((noinline)) void corpus_capture_context(const char *tag, const void *uc)
+{
+	uint64_t w[MAXW];
+	struct relstack_verdict v;
+	int n = relstack_capture_context(uc, w, MAXW, RELSTACK_CAPTURE_ABSOLUTE, &v);
+
+	write_trace(tag, w, n, &v);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -162,9 +179,10 @@ __attribute__((noinline)) void tail_entry(void)
 
 /* ---- a signal handler that interrupted the C library ---- */
 
-static void on_usr1(int sig)
+static void on_usr1(int sig, siginfo_t *si, void *uc)
 {
 	corpus_capture("signal");
+	corpus_capture_context("signal_context", uc);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -244,7 +262,7 @@ int main(int argc, char **argv)
 	}
 	memcpy(&dl_call, &sym, sizeof(dl_call)); /* POSIX: dlsym's pointer names a function */
 	relstack_objtab__refresh();
-	signal(SIGUSR1, on_usr1);
+	sigaction(SIGUSR1, &(struct sigaction){ .sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO }, NULL);
 	atexit(atexit_handler);
 	on_exit(on_exit_handler, NULL);
 	run_corpus("main");
