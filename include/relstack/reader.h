@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include <relstack/entry.h>
+#include <relstack/recorder.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,7 +99,7 @@ struct relstack_run_info {
 	char comm[16];
 	enum relstack_run_state state;
 	bool writer_alive;             /* current run, opened from a path: a recorder still holds the file */
-	unsigned mode;                 /* enum relstack_recorder_mode */
+	enum relstack_recorder_mode mode;
 	bool addresses;                /* absolute stacks allowed, object table keeps load addresses */
 	uint64_t ring_size;            /* geometry */
 	uint32_t chunk_size;
@@ -164,7 +165,7 @@ RELSTACK_API void relstack_reader__check_entry(const struct relstack_reader *r, 
 
 
 struct relstack_schema_field {
-	char name[24];
+	char name[RELSTACK_FIELD_NAME_MAX + 1];
 	uint16_t offset;
 	uint16_t size;
 	unsigned type; /* enum relstack_field_type (relstack/recorder.h); other values: unknown */
@@ -172,10 +173,10 @@ struct relstack_schema_field {
 
 struct relstack_schema {
 	unsigned id;
-	char name[48];
+	char name[RELSTACK_EVENT_NAME_MAX + 1];
 	unsigned size; /* bytes of fields an event carries */
 	unsigned nfields;
-	struct relstack_schema_field field[16];
+	struct relstack_schema_field field[RELSTACK_EVENT_FIELDS_MAX];
 };
 
 /* Schemas of the run, by index 0 .. count-1 (ids need not be dense). */

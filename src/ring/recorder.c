@@ -56,7 +56,7 @@ _Static_assert(offsetof(struct rs_run_head, chunk_size) == 84, "run chunk_size a
 _Static_assert(offsetof(struct rs_run_head, ring_offset) == 88, "run ring_offset at 88");
 _Static_assert(offsetof(struct rs_run_head, base) == 104, "run base at 104");
 _Static_assert(offsetof(struct rs_run_head, schema_offset) == 112, "run schema_offset at 112");
-_Static_assert(offsetof(struct rs_run_head, counts_offset) == 128, "run counts_offset at 128");
+_Static_assert(offsetof(struct rs_run_head, states_offset) == 128, "run states_offset at 128");
 _Static_assert(offsetof(struct rs_run_head, objtab_offset) == 136, "run objtab_offset at 136");
 _Static_assert(offsetof(struct rs_run_head, comm) == 152, "run comm at 152");
 _Static_assert(offsetof(struct rs_run_head, seed) == 168, "run seed at 168");
@@ -97,6 +97,11 @@ _Static_assert(RS_MAX_RECORD % 16 == 0 && RS_NH_KEYS * 4 == RS_MAX_RECORD - RS_R
 _Static_assert(RELSTACK_EVENT_FIELDS_MAX == RS_SCHEMA_FIELDS, "public and file field limits agree");
 _Static_assert(RELSTACK_FIELDS_SIZE_MAX == RS_MAX_FIELDS_SIZE, "public and file size limits agree");
 _Static_assert(RELSTACK_WORDS_MAX == RS_MAX_WORDS, "public and file word limits agree");
+_Static_assert(RELSTACK_EVENT_NAME_MAX + 1 == RS_SCHEMA_NAME && RELSTACK_FIELD_NAME_MAX + 1 == RS_FIELD_NAME,
+	       "public and file name lengths agree");
+/* the run head's mode is the public mode, stored and read back as it is */
+_Static_assert(RS_MODE_OVERWRITE == RELSTACK_MODE_OVERWRITE && RS_MODE_STOP == RELSTACK_MODE_STOP,
+	       "file and public modes agree");
 _Static_assert(sizeof(struct relstack_crash_fields) == 32, "crash fields are 32 bytes");
 
 #define RS_DEFAULT_RING (1u << 20)
@@ -116,7 +121,7 @@ void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_h
 	h->schema_capacity = RS_SCHEMAS;
 	h->schema_size = sizeof(struct rs_schema);
 	off += round_block(RS_SCHEMAS * sizeof(struct rs_schema));
-	h->counts_offset = off;
+	h->states_offset = off;
 	off += round_block(ring_size / RS_CHUNK * sizeof(struct rs_chunk_state));
 	h->objtab_offset = off;
 	h->objtab_size = round_block(rs_objtab_image_size(objtab_capacity));
@@ -171,21 +176,16 @@ static void read_boot_id(uint8_t out[16])
 {
 	char buf[64];
 	unsigned n = 0;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t len;
 
 	memset(out, 0, 16);
-	if (fd < 0)
-		return;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	for (ssize_t i = 0; i < len && n < 32; i++) {
-		int c = buf[i], v;
+	rs_read_small("/proc/sys/kernel/random/boot_id", buf, sizeof(buf));
+	for (const char *c = buf; *c && n < 32; c++) {
+		int v;
 
-		if (c >= '0' && c <= '9')
-			v = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v = c - 'a' + 10;
+		if (*c >= '0' && *c <= '9')
+			v = *c - '0';
+		else if (*c >= 'a' && *c <= 'f')
+			v = *c - 'a' + 10;
 		else
 			continue;
 		out[n / 2] |= (uint8_t)(n % 2 ? v : v << 4);
@@ -472,7 +472,7 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 
 	rec->ring.data = rec->area + rec->run->ring_offset;
 	rec->ring.run = rec->run;
-	rec->ring.chunks = (struct rs_chunk_state *)(rec->area + rec->run->counts_offset);
+	rec->ring.chunks = (struct rs_chunk_state *)(rec->area + rec->run->states_offset);
 	rec->ring.size = ring_size;
 	rec->ring.mask = ring_size - 1;
 	rec->ring.size_shift = (unsigned)__builtin_ctzll(ring_size);

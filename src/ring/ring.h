@@ -84,7 +84,7 @@ struct rs_run_head {
 	uint64_t schema_offset;
 	uint32_t schema_capacity; /* RS_SCHEMAS */
 	uint32_t schema_size;     /* sizeof(struct rs_schema) */
-	uint64_t counts_offset;   /* one struct rs_chunk_state per chunk of the ring */
+	uint64_t states_offset;   /* the chunk states: one struct rs_chunk_state per chunk of the ring */
 	uint64_t objtab_offset;
 	uint64_t objtab_size;     /* bytes set aside for the object table image */
 	char comm[16];            /* program name, NUL-padded */
@@ -283,10 +283,10 @@ RS_HIDDEN int rs_ring_write(struct rs_ring *r, const struct rs_rec_in *in);
 RS_HIDDEN void rs_ring_init(struct rs_ring *r);
 /* Test hook: stop after writing part of a record, as if killed there. */
 RS_HIDDEN int rs_ring_write_partial(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage);
-/* Drop the calling thread's chunk (after fork, and in tests). */
-RS_HIDDEN void rs_ring_thread_reset(void);
 
 RS_HIDDEN uint64_t rs_clock_ns(int clock);
+/* The first @cap - 1 bytes of a small file (/proc, /sys), NUL-terminated; 0 if unreadable or empty. */
+RS_HIDDEN size_t rs_read_small(const char *path, char *buf, size_t cap);
 
 /*
  * The run clock (ring-clock.c).  rs_clock_pick() decides at run start

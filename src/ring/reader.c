@@ -251,9 +251,9 @@ static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
 		RUN_FAIL(v, at + 112, "schema table at 0x%llx, %u x %u bytes: expected 0x%llx, %u x %zu",
 			 (unsigned long long)h->schema_offset, h->schema_capacity, h->schema_size,
 			 (unsigned long long)L->schema_offset, RS_SCHEMAS, sizeof(struct rs_schema));
-	if (h->counts_offset != L->counts_offset)
-		RUN_FAIL(v, at + 128, "chunk states at 0x%llx, expected 0x%llx", (unsigned long long)h->counts_offset,
-			 (unsigned long long)L->counts_offset);
+	if (h->states_offset != L->states_offset)
+		RUN_FAIL(v, at + 128, "chunk states at 0x%llx, expected 0x%llx", (unsigned long long)h->states_offset,
+			 (unsigned long long)L->states_offset);
 	if (h->objtab_offset != L->objtab_offset || h->objtab_size != L->objtab_size)
 		RUN_FAIL(v, at + 136, "object table at 0x%llx, %llu bytes: expected 0x%llx, %llu bytes",
 			 (unsigned long long)h->objtab_offset, (unsigned long long)h->objtab_size,
