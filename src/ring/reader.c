@@ -104,97 +104,90 @@ static void say(const struct relstack_reader_opts *o, const char *name, const ch
 
 /* ---- 1: the file head ---- */
 
-static int check_file(struct relstack_reader *r, const struct relstack_reader_opts *o, const char *name)
+static int head_fail(char *msg, size_t msgsz, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int head_fail(char *msg, size_t msgsz, int code, const char *fmt, ...)
 {
-	const struct rs_file_head *f = &r->fh;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, msgsz, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/*
+ * The one check of a file head, for the reader and the recorder alike.
+ * @mem holds the first min(@file_bytes, sizeof(*f)) bytes of a file of
+ * @file_bytes bytes.  Fills *f and the run geometry *layout; returns 0 or
+ * -RELSTACK_E* with "offset 0x...: field: problem" in @msg.
+ */
+int rs_file_head_check(const void *mem, uint64_t file_bytes, struct rs_file_head *f, struct rs_run_head *layout,
+		       char *msg, size_t msgsz)
+{
 	const char *field;
 	uint64_t area;
 
-	if (r->size < 8 || memcmp(r->mem, RS_FILE_MAGIC, 8) != 0) {
-		say(o, name, "offset 0x0 (magic): not a relstack buffer file");
-		return -RELSTACK_EMAGIC;
-	}
-	if (r->size < sizeof(*f)) {
-		say(o, name, "offset 0x%zx: file ends inside the %zu-byte file head", r->size, sizeof(*f));
-		return -RELSTACK_ETRUNCATED;
-	}
-	memcpy(&r->fh, r->mem, sizeof(r->fh));
-	if (f->version != RS_FILE_VERSION) {
-		say(o, name, "offset 0x8 (version): version %u, this reader reads version %u", f->version,
-		    RS_FILE_VERSION);
-		return -RELSTACK_EVERSION;
-	}
-	if (f->head_size != sizeof(*f)) {
-		say(o, name, "offset 0xc (head_size): %u, expected %zu", f->head_size, sizeof(*f));
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash))) {
-		say(o, name, "offset 0x80 (head_hash): file head checksum mismatch");
-		return -RELSTACK_ECORRUPT;
-	}
-	if (relstack_format_validate(&f->format, &field) < 0) {
-		say(o, name, "offset 0x10 (format descriptor): %s", field ? field : "invalid");
-		return -RELSTACK_EFORMAT;
-	}
-	if (f->format.byte_order != RELSTACK_LITTLE_ENDIAN) {
-		say(o, name, "offset 0x11 (format.byte_order): big-endian buffers are not read");
-		return -RELSTACK_EFORMAT;
-	}
-	if (f->runs != RS_RUNS) {
-		say(o, name, "offset 0x50 (runs): %u, expected %u", f->runs, RS_RUNS);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->ring_size < RS_CHUNK || f->ring_size > RS_MAX_RING || (f->ring_size & (f->ring_size - 1))) {
-		say(o, name, "offset 0x78 (ring_size): %llu is not a power of two in [%u, 1 GiB]",
-		    (unsigned long long)f->ring_size, RS_CHUNK);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS) {
-		say(o, name, "offset 0x54 (objtab_capacity): %u is not in [1, %u]", f->objtab_capacity,
-		    RS_OBJTAB_SLOTS);
-		return -RELSTACK_ECORRUPT;
-	}
-	rs_run_layout(f->ring_size, f->objtab_capacity, &r->layout, &area);
-	if (f->run_area_size != area) {
-		say(o, name, "offset 0x58 (run_area_size): %llu, the ring and object table make %llu",
-		    (unsigned long long)f->run_area_size, (unsigned long long)area);
-		return -RELSTACK_ECORRUPT;
-	}
-	for (unsigned i = 0; i < RS_RUNS; i++) {
-		if (f->run_offset[i] != RS_BLOCK + i * f->run_area_size) {
-			say(o, name, "offset 0x%zx (run_offset[%u]): 0x%llx, expected 0x%llx",
-			    offsetof(struct rs_file_head, run_offset) + 8 * i, i,
-			    (unsigned long long)f->run_offset[i],
-			    (unsigned long long)(RS_BLOCK + i * f->run_area_size));
-			return -RELSTACK_ECORRUPT;
-		}
-	}
-	if (f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size) {
-		say(o, name, "offset 0x70 (file_size): %llu does not match the run areas",
-		    (unsigned long long)f->file_size);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->flags & ~RS_FILE_ADDRESSES) {
-		say(o, name, "offset 0x84 (flags): unknown flags 0x%x", f->flags);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (r->size < f->file_size) {
-		say(o, name, "file is %zu bytes, its head says %llu: truncated", r->size,
-		    (unsigned long long)f->file_size);
-		return -RELSTACK_ETRUNCATED;
-	}
+	if (file_bytes < 8 || memcmp(mem, RS_FILE_MAGIC, 8) != 0)
+		return head_fail(msg, msgsz, -RELSTACK_EMAGIC, "offset 0x0 (magic): not a relstack buffer file");
+	if (file_bytes < sizeof(*f))
+		return head_fail(msg, msgsz, -RELSTACK_ETRUNCATED, "offset 0x%llx: file ends inside the %zu-byte file head",
+				 (unsigned long long)file_bytes, sizeof(*f));
+	memcpy(f, mem, sizeof(*f));
+	if (f->version != RS_FILE_VERSION)
+		return head_fail(msg, msgsz, -RELSTACK_EVERSION,
+				 "offset 0x8 (version): version %u, this reader reads version %u", f->version,
+				 RS_FILE_VERSION);
+	if (f->head_size != sizeof(*f))
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0xc (head_size): %u, expected %zu",
+				 f->head_size, sizeof(*f));
+	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash)))
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x80 (head_hash): file head checksum mismatch");
+	if (relstack_format_validate(&f->format, &field) < 0)
+		return head_fail(msg, msgsz, -RELSTACK_EFORMAT, "offset 0x10 (format descriptor): %s",
+				 field ? field : "invalid");
+	if (f->format.byte_order != RELSTACK_LITTLE_ENDIAN)
+		return head_fail(msg, msgsz, -RELSTACK_EFORMAT,
+				 "offset 0x11 (format.byte_order): big-endian buffers are not read");
+	if (f->runs != RS_RUNS)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x50 (runs): %u, expected %u", f->runs, RS_RUNS);
+	if (f->ring_size < RS_MIN_RING || f->ring_size > RS_MAX_RING || (f->ring_size & (f->ring_size - 1)))
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT,
+				 "offset 0x78 (ring_size): %llu is not a power of two in [%u KiB, 1 GiB]",
+				 (unsigned long long)f->ring_size, RS_MIN_RING >> 10);
+	if (f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x54 (objtab_capacity): %u is not in [1, %u]",
+				 f->objtab_capacity, RS_OBJTAB_SLOTS);
+	rs_run_layout(f->ring_size, f->objtab_capacity, layout, &area);
+	if (f->run_area_size != area)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT,
+				 "offset 0x58 (run_area_size): %llu, the ring and object table make %llu",
+				 (unsigned long long)f->run_area_size, (unsigned long long)area);
+	for (unsigned i = 0; i < RS_RUNS; i++)
+		if (f->run_offset[i] != RS_BLOCK + i * f->run_area_size)
+			return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x%zx (run_offset[%u]): 0x%llx, expected 0x%llx",
+					 offsetof(struct rs_file_head, run_offset) + 8 * i, i,
+					 (unsigned long long)f->run_offset[i],
+					 (unsigned long long)(RS_BLOCK + i * f->run_area_size));
+	if (f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x70 (file_size): %llu does not match the run areas",
+				 (unsigned long long)f->file_size);
+	if (f->flags & ~RS_FILE_ADDRESSES)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x84 (flags): unknown flags 0x%x", f->flags);
+	if (file_bytes < f->file_size)
+		return head_fail(msg, msgsz, -RELSTACK_ETRUNCATED, "file is %llu bytes, its head says %llu: truncated",
+				 (unsigned long long)file_bytes, (unsigned long long)f->file_size);
 	return 0;
 }
 
 /* ---- 2: run heads ---- */
 
-#define RUN_FAIL(v, off, ...)                                                         \
-	do {                                                                          \
-		int n_ = snprintf((v)->err, sizeof((v)->err), "run area %u, offset 0x%llx: ", \
-				  (v)->area, (unsigned long long)(off));              \
-		if (n_ > 0 && (size_t)n_ < sizeof((v)->err))                          \
-			snprintf((v)->err + n_, sizeof((v)->err) - (size_t)n_, __VA_ARGS__); \
-		return false;                                                         \
+#define RUN_FAIL(off, ...)                                                                      \
+	do {                                                                                    \
+		int n_ = snprintf(err, errsz, "run area %u, offset 0x%llx: ", area,             \
+				  (unsigned long long)(at + (off)));                            \
+		if (n_ > 0 && (size_t)n_ < errsz)                                               \
+			snprintf(err + n_, errsz - (size_t)n_, __VA_ARGS__);                    \
+		return -1;                                                                      \
 	} while (0)
 
 static bool span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
@@ -202,84 +195,123 @@ static bool span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
 	return off >= lo && off <= hi && len <= hi - off;
 }
 
-static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
+/*
+ * The one check of a run head (its static part and the fields of the
+ * dynamic part a run cannot do without), for the reader and the recorder
+ * alike: the recorder counts as a run exactly what a reader accepts.
+ * @h is run area @area, at file offset @at, of a file whose run geometry is
+ * @layout.  Returns 1 (a run), 0 (never used: no run, no error) or -1 with
+ * "run area N, offset 0x...: problem" in @err.
+ */
+int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *layout, unsigned area, uint64_t at,
+		      char *err, size_t errsz)
 {
-	const struct rs_run_head *h = &v->h, *L = &r->layout;
-	uint64_t at = r->fh.run_offset[v->area], area = r->fh.run_area_size;
+	const struct rs_run_head *L = layout;
 	static const unsigned char zero[8];
 
-	if (area < sizeof(*h))
-		RUN_FAIL(v, at, "run area smaller than a run head");
-	memcpy(&v->h, v->mem, sizeof(v->h));
 	if (memcmp(h->magic, zero, 8) == 0 && h->generation == 0)
-		return false; /* never used: no run, no error */
+		return 0;
 	if (memcmp(h->magic, RS_RUN_MAGIC, 8) != 0)
-		RUN_FAIL(v, at, "run head magic: not %s", RS_RUN_MAGIC);
-	if (h->head_hash == 0 && h->state == 0)
-		RUN_FAIL(v, at + 192, "run head: a run was being started here when its writer stopped");
+		RUN_FAIL(0, "run head magic: not %s", RS_RUN_MAGIC);
+	if (h->state == 0 && h->head_hash == 0)
+		RUN_FAIL(192, "run head: a run was being started here when its writer stopped");
 	if (h->head_hash != rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)))
-		RUN_FAIL(v, at + 192, "run head checksum mismatch");
-	if (h->version != RS_FILE_VERSION)
-		RUN_FAIL(v, at + 8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
-	if (h->head_size != sizeof(*h))
-		RUN_FAIL(v, at + 12, "run head_size %u, expected %zu", h->head_size, sizeof(*h));
-	if (h->generation == 0 || h->generation >= (1ull << 24))
-		RUN_FAIL(v, at + 16, "generation %llu out of range", (unsigned long long)h->generation);
-	if (h->base != h->generation << 40)
-		RUN_FAIL(v, at + 104, "base 0x%llx is not generation << 40", (unsigned long long)h->base);
+		RUN_FAIL(192, "run head checksum mismatch");
+	if (h->state == 0)
+		RUN_FAIL(196, "state 0: a run was being started here when its writer stopped");
 	if (h->state != RS_RUN_ACTIVE && h->state != RS_RUN_CLOSED)
-		RUN_FAIL(v, at + 196, "state %u unknown", h->state);
-	if (h->reserved0)
-		RUN_FAIL(v, at + 212, "reserved field not zero");
+		RUN_FAIL(196, "state %u unknown", h->state);
+	if (h->version != RS_FILE_VERSION)
+		RUN_FAIL(8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
+	if (h->head_size != sizeof(*h))
+		RUN_FAIL(12, "run head_size %u, expected %zu", h->head_size, sizeof(*h));
+	if (h->generation == 0 || h->generation >= (1ull << 24))
+		RUN_FAIL(16, "generation %llu out of range", (unsigned long long)h->generation);
+	if (h->base != h->generation << 40)
+		RUN_FAIL(104, "base 0x%llx is not generation << 40", (unsigned long long)h->base);
 	if (h->clock != RS_CLOCK_MONOTONIC && h->clock != RS_CLOCK_TSC)
-		RUN_FAIL(v, at + 172, "clock %u unknown", h->clock);
+		RUN_FAIL(172, "clock %u unknown", h->clock);
 	if (h->clock == RS_CLOCK_MONOTONIC && (h->tsc_start || h->tsc_hz))
-		RUN_FAIL(v, at + 176, "counter anchor set, but records carry CLOCK_MONOTONIC");
+		RUN_FAIL(176, "counter anchor set, but records carry CLOCK_MONOTONIC");
 	if (h->clock == RS_CLOCK_TSC && (h->tsc_hz < RS_TSC_HZ_MIN || h->tsc_hz > RS_TSC_HZ_MAX))
-		RUN_FAIL(v, at + 184, "counter rate %llu Hz out of range", (unsigned long long)h->tsc_hz);
+		RUN_FAIL(184, "counter rate %llu Hz out of range", (unsigned long long)h->tsc_hz);
 	if (h->mode != RS_MODE_OVERWRITE && h->mode != RS_MODE_STOP)
-		RUN_FAIL(v, at + 76, "mode %u unknown", h->mode);
+		RUN_FAIL(76, "mode %u unknown", h->mode);
 	if (h->flags & ~RS_RUN_ADDRESSES)
-		RUN_FAIL(v, at + 80, "unknown run flags 0x%x", h->flags);
+		RUN_FAIL(80, "unknown run flags 0x%x", h->flags);
 	if (h->chunk_size != RS_CHUNK)
-		RUN_FAIL(v, at + 84, "chunk_size %u, expected %u", h->chunk_size, RS_CHUNK);
+		RUN_FAIL(84, "chunk_size %u, expected %u", h->chunk_size, RS_CHUNK);
 	if (h->ring_size != L->ring_size)
-		RUN_FAIL(v, at + 96, "ring_size %llu, the file head says %llu", (unsigned long long)h->ring_size,
+		RUN_FAIL(96, "ring_size %llu, the file head says %llu", (unsigned long long)h->ring_size,
 			 (unsigned long long)L->ring_size);
 	if (h->schema_offset != L->schema_offset || h->schema_capacity != RS_SCHEMAS ||
 	    h->schema_size != sizeof(struct rs_schema))
-		RUN_FAIL(v, at + 112, "schema table at 0x%llx, %u x %u bytes: expected 0x%llx, %u x %zu",
+		RUN_FAIL(112, "schema table at 0x%llx, %u x %u bytes: expected 0x%llx, %u x %zu",
 			 (unsigned long long)h->schema_offset, h->schema_capacity, h->schema_size,
 			 (unsigned long long)L->schema_offset, RS_SCHEMAS, sizeof(struct rs_schema));
 	if (h->states_offset != L->states_offset)
-		RUN_FAIL(v, at + 128, "chunk states at 0x%llx, expected 0x%llx", (unsigned long long)h->states_offset,
+		RUN_FAIL(128, "chunk states at 0x%llx, expected 0x%llx", (unsigned long long)h->states_offset,
 			 (unsigned long long)L->states_offset);
 	if (h->objtab_offset != L->objtab_offset || h->objtab_size != L->objtab_size)
-		RUN_FAIL(v, at + 136, "object table at 0x%llx, %llu bytes: expected 0x%llx, %llu bytes",
+		RUN_FAIL(136, "object table at 0x%llx, %llu bytes: expected 0x%llx, %llu bytes",
 			 (unsigned long long)h->objtab_offset, (unsigned long long)h->objtab_size,
 			 (unsigned long long)L->objtab_offset, (unsigned long long)L->objtab_size);
-	if (h->ring_offset != L->ring_offset || !span_ok(h->ring_offset, h->ring_size, 0, area))
-		RUN_FAIL(v, at + 88, "ring at 0x%llx, expected 0x%llx", (unsigned long long)h->ring_offset,
+	if (h->ring_offset != L->ring_offset || !span_ok(h->ring_offset, h->ring_size, 0, L->ring_offset + L->ring_size))
+		RUN_FAIL(88, "ring at 0x%llx, expected 0x%llx", (unsigned long long)h->ring_offset,
 			 (unsigned long long)L->ring_offset);
 	if (h->head < h->base || (h->head - h->base) % RS_CHUNK || h->head - h->base >= (1ull << 40))
-		RUN_FAIL(v, at + 256, "head 0x%llx is not a chunk position of this run",
-			 (unsigned long long)h->head);
-	rs_nh_keys(h->seed, v->key);
-	v->ring = v->mem + h->ring_offset;
-	v->objtab = v->mem + h->objtab_offset;
-	v->objtab_size = h->objtab_size;
+		RUN_FAIL(256, "head 0x%llx is not a chunk position of this run", (unsigned long long)h->head);
+	return 1;
+}
+
+static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
+{
+	memcpy(&v->h, v->mem, sizeof(v->h));
+	if (rs_run_head_check(&v->h, &r->layout, v->area, r->fh.run_offset[v->area], v->err, sizeof(v->err)) <= 0)
+		return false;
+	rs_nh_keys(v->h.seed, v->key);
+	v->ring = v->mem + v->h.ring_offset;
+	v->objtab = v->mem + v->h.objtab_offset;
+	v->objtab_size = v->h.objtab_size;
 	return true;
+}
+
+/* The dynamic part's fields no record depends on: damage there is said, the run is kept. */
+static void check_run_counters(struct run_view *v, uint64_t at)
+{
+	const struct rs_run_head *h = &v->h;
+	const char *why = NULL;
+	unsigned off = 0;
+
+	if (h->reserved0) {
+		off = 212;
+		why = "reserved field not zero";
+	} else if (h->state == RS_RUN_CLOSED && h->close_monotonic_ns < h->monotonic_ns) {
+		off = 200;
+		why = "closed before it started: close time damaged";
+	}
+	if (why && !v->err[0])
+		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area,
+			 (unsigned long long)(at + off), why);
 }
 
 /* ---- 3: object table and schemas ---- */
 
-static void check_objtab(struct run_view *v)
+static void check_objtab(struct run_view *v, uint64_t at)
 {
 	const char *why;
 
+	static const unsigned char zero[sizeof(struct rs_objtab_image_head)];
+
+	/* the run start clears the image; the recorder's open writes it after the run exists */
+	if (v->objtab_size >= sizeof(zero) && memcmp(v->objtab, zero, sizeof(zero)) == 0) {
+		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: object table image not written: "
+			 "the writer stopped while opening the run", v->area, (unsigned long long)(at + v->h.objtab_offset));
+		return;
+	}
 	if (rs_objtab_image_check(v->objtab, v->objtab_size, &why) < 0) {
 		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area,
-			 (unsigned long long)v->h.objtab_offset, why);
+			 (unsigned long long)(at + v->h.objtab_offset), why);
 		return;
 	}
 	v->objtab_cap = ((const struct rs_objtab_image_head *)v->objtab)->capacity;
@@ -405,66 +437,167 @@ static void bad_record(const struct relstack_reader *r, struct run_view *v, uint
 		 (unsigned long long)(p - h->base), what);
 }
 
-static int scan_records(const struct relstack_reader *r, struct run_view *v)
+enum rec_kind { REC_NONE, REC_PARTIAL, REC_TOO_LONG, REC_BAD_SUM, REC_PAD, REC_WHOLE };
+
+/* What the ring holds at position @p of the run: no record head, or a record of *len bytes and its state. */
+static enum rec_kind rec_at(const struct run_view *v, uint64_t p, size_t *len)
 {
 	const struct rs_run_head *h = &v->h;
-	uint64_t mask = h->ring_size - 1, lo, hi, p;
-	unsigned ws = r->fh.format.word_size;
+	uint64_t off = (p - h->base) & (h->ring_size - 1);
+	const unsigned char *d = v->ring + off;
+	struct rs_rec_head rh;
 
-	hi = h->head;
-	lo = h->base;
-	if (h->mode == RS_MODE_STOP) {
-		if (hi - h->base > h->ring_size)
-			hi = h->base + h->ring_size;
-	} else if (hi - h->base > h->ring_size) {
-		lo = hi - h->ring_size;
+	memcpy(&rh, d, sizeof(rh));
+	*len = (size_t)rh.units * 16;
+	if (rh.pos != p || rh.units == 0 || off % RS_CHUNK + *len > RS_CHUNK)
+		return REC_NONE;
+	if (rh.commit == 0)
+		return REC_PARTIAL; /* B happened, D did not */
+	if (rh.kind != RS_REC_PAD && *len > RS_MAX_RECORD)
+		return REC_TOO_LONG; /* no writer makes one: the length is damaged (the checksum key does not reach) */
+	/* a PAD record's checksum covers its head only: the rest is not written */
+	if (rh.commit != rs_rec_sum(h->seed, v->key, p, d, rh.kind == RS_REC_PAD ? RS_REC_HEAD : *len))
+		return REC_BAD_SUM;
+	return rh.kind == RS_REC_PAD ? REC_PAD : REC_WHOLE;
+}
+
+/*
+ * The newest chunk the records show: the largest position, at the start
+ * of a chunk, of a record whose checksum holds (it covers the position)
+ * or of a partial one.  0 if no chunk of the run starts with a record.
+ */
+static uint64_t newest_chunk(const struct run_view *v)
+{
+	const struct rs_run_head *h = &v->h;
+	uint64_t top = 0;
+
+	for (uint64_t off = 0; off < h->ring_size; off += RS_CHUNK) {
+		uint64_t p;
+		struct rs_rec_head rh;
+		size_t len;
+		enum rec_kind k;
+
+		memcpy(&rh, v->ring + off, sizeof(rh));
+		p = rh.pos;
+		if (p < h->base || p - h->base >= (1ull << 40) || p <= top)
+			continue;
+		k = rec_at(v, p, &len);
+		if (k == REC_PARTIAL || k == REC_PAD || k == REC_WHOLE)
+			top = p;
 	}
-	for (p = lo; p < hi;) {
-		uint64_t off = (p - h->base) & mask;
-		const unsigned char *d = v->ring + off;
+	return top;
+}
+
+/* Records whose checksum holds, from @lo to @hi. */
+static uint64_t count_whole(const struct run_view *v, uint64_t lo, uint64_t hi)
+{
+	uint64_t n = 0;
+	size_t len;
+
+	for (uint64_t p = lo; p < hi;) {
+		enum rec_kind k = rec_at(v, p, &len);
+
+		n += k == REC_WHOLE;
+		p += k == REC_NONE || k == REC_TOO_LONG || k == REC_BAD_SUM ? 16 : len;
+	}
+	return n;
+}
+
+/*
+ * Which positions to read: from the oldest the run can still hold to
+ * `head`.  head has no checksum (every reservation moves it), so it is
+ * checked against the records: a chunk that starts with a record at or
+ * beyond head, or head a whole ring past the newest such chunk, or
+ * intact records below the window head makes, say it is wrong.  Reading
+ * then goes up to the newest chunk the records show, and the run says so.
+ */
+static void scan_window(const struct relstack_reader *r, struct run_view *v, uint64_t *lo, uint64_t *hi)
+{
+	const struct rs_run_head *h = &v->h;
+	uint64_t top = newest_chunk(v), end = top ? top + RS_CHUNK : h->base, at = r->fh.run_offset[v->area] + 256;
+	char why[160] = "";
+
+	*hi = h->head;
+	if (end > h->head) {
+		/* a recorder still writing moved on after head was read: not damage */
+		if (!r->locked)
+			snprintf(why, sizeof(why), "head +0x%llx is below the chunk at +0x%llx, which holds a record",
+				 (unsigned long long)(h->head - h->base), (unsigned long long)(top - h->base));
+		*hi = end;
+	} else if (h->mode == RS_MODE_OVERWRITE && top && h->head - end >= h->ring_size) {
+		snprintf(why, sizeof(why), "head +0x%llx is a whole ring past the newest chunk with a record, at +0x%llx",
+			 (unsigned long long)(h->head - h->base), (unsigned long long)(top - h->base));
+		*hi = end;
+	}
+	*lo = h->base;
+	if (h->mode == RS_MODE_STOP) {
+		if (*hi - h->base > h->ring_size)
+			*hi = h->base + h->ring_size;
+	} else if (*hi - h->base > h->ring_size) {
+		uint64_t below = end > h->base + h->ring_size ? end - h->ring_size : h->base, n;
+
+		*lo = *hi - h->ring_size;
+		/*
+		 * Below lo, the slots of chunks reserved above the newest record are
+		 * not overwritten yet: writers that died before their first record
+		 * there, or a head too large.
+		 */
+		if (!why[0] && below < *lo && (n = count_whole(v, below, *lo)) > 0)
+			snprintf(why, sizeof(why), "head +0x%llx leaves out %llu intact records below +0x%llx: head damaged, "
+				 "or writers died after reserving the chunks above +0x%llx", (unsigned long long)(h->head - h->base),
+				 (unsigned long long)n, (unsigned long long)(*lo - h->base), (unsigned long long)(end - h->base));
+	}
+	if (why[0] && !v->err[0])
+		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area, (unsigned long long)at, why);
+}
+
+static int scan_records(const struct relstack_reader *r, struct run_view *v)
+{
+	unsigned ws = r->fh.format.word_size;
+	uint64_t lo, hi;
+	size_t len;
+
+	scan_window(r, v, &lo, &hi);
+	for (uint64_t p = lo; p < hi;) {
+		const unsigned char *d = v->ring + ((p - v->h.base) & (v->h.ring_size - 1));
 		struct rs_rec_head rh;
 		struct rs_rec_body b;
 		const char *why;
-		size_t len;
 
-		memcpy(&rh, d, sizeof(rh));
-		len = (size_t)rh.units * 16;
-		if (rh.pos != p || rh.units == 0 || off % RS_CHUNK + len > RS_CHUNK) {
+		switch (rec_at(v, p, &len)) {
+		case REC_NONE:
 			v->gap_bytes += 16;
 			p += 16;
 			continue;
-		}
-		if (rh.commit == 0) {
-			/* B happened, D did not: a partial record */
+		case REC_PARTIAL:
+			memcpy(&rh, d, sizeof(rh));
 			if (rh.kind != RS_REC_PAD) {
 				v->skipped++;
 				v->partial++;
 			}
 			p += len;
 			continue;
-		}
-		if (rh.kind != RS_REC_PAD && len > RS_MAX_RECORD) {
-			/* no writer makes one: the length is damaged (the checksum key does not reach) */
+		case REC_TOO_LONG:
 			v->skipped++;
 			v->damaged++;
 			bad_record(r, v, p, "longer than any record");
 			v->gap_bytes += 16;
 			p += 16;
 			continue;
-		}
-		/* a PAD record's checksum covers its head only: the rest is not written */
-		if (rh.commit != rs_rec_sum(h->seed, v->key, p, d, rh.kind == RS_REC_PAD ? RS_REC_HEAD : len)) {
+		case REC_BAD_SUM:
 			v->skipped++;
 			v->damaged++;
 			bad_record(r, v, p, "checksum mismatch");
 			v->gap_bytes += 16;
 			p += 16;
 			continue;
-		}
-		if (rh.kind == RS_REC_PAD) {
+		case REC_PAD:
 			p += len;
 			continue;
+		case REC_WHOLE:
+			break;
 		}
+		memcpy(&rh, d, sizeof(rh));
 		memset(&b, 0, sizeof(b));
 		if (len >= RS_REC_FIXED)
 			memcpy(&b, d + RS_REC_HEAD, sizeof(b));
@@ -487,10 +620,11 @@ static void free_runs(struct relstack_reader *r)
 		free(r->run[i].pos);
 }
 
-static struct relstack_reader *open_owned(unsigned char *mem, size_t size, const struct relstack_reader_opts *o,
-					  const char *name)
+static struct relstack_reader *open_owned(unsigned char *mem, size_t size, bool locked,
+					  const struct relstack_reader_opts *o, const char *name)
 {
 	struct relstack_reader *r = calloc(1, sizeof(*r));
+	char msg[200];
 	int ret;
 
 	if (!r) {
@@ -500,10 +634,13 @@ static struct relstack_reader *open_owned(unsigned char *mem, size_t size, const
 	}
 	r->mem = mem;
 	r->size = size;
+	r->locked = locked;
 	r->which[0] = r->which[1] = -1;
-	ret = check_file(r, o, name);
-	if (ret < 0)
+	ret = rs_file_head_check(r->mem, r->size, &r->fh, &r->layout, msg, sizeof(msg));
+	if (ret < 0) {
+		say(o, name, "%s", msg);
 		goto fail;
+	}
 	for (unsigned i = 0; i < RS_RUNS; i++) {
 		struct run_view *v = &r->run[i];
 
@@ -512,7 +649,8 @@ static struct relstack_reader *open_owned(unsigned char *mem, size_t size, const
 		v->valid = check_run_head(r, v);
 		if (!v->valid)
 			continue;
-		check_objtab(v);
+		check_run_counters(v, r->fh.run_offset[i]);
+		check_objtab(v, r->fh.run_offset[i]);
 		check_schemas(v);
 		ret = scan_records(r, v);
 		if (ret < 0)
@@ -561,7 +699,7 @@ struct relstack_reader *relstack_reader__open_mem(const void *buf, size_t size, 
 	}
 	if (size)
 		memcpy(mem, buf, size);
-	return open_owned(mem, size, o, "(memory)");
+	return open_owned(mem, size, false, o, "(memory)");
 }
 
 struct relstack_reader *relstack_reader__open(const char *path, const struct relstack_reader_opts *o)
@@ -625,13 +763,9 @@ struct relstack_reader *relstack_reader__open(const char *path, const struct rel
 	{
 		/* a recorder holds an exclusive lock on its file while it runs */
 		bool locked = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-		struct relstack_reader *r;
 
 		close(fd);
-		r = open_owned(mem, got, o, path);
-		if (r)
-			r->locked = locked;
-		return r;
+		return open_owned(mem, got, locked, o, path);
 	}
 }
 
