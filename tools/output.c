@@ -196,6 +196,29 @@ static void info_format(const struct relstack_format *fm)
 	       fm->max_slot, fm->marker_slot, fm->marker_end, fm->marker_unknown, fm->marker_signal);
 }
 
+/*
+ * The asked-for run is not in the file: one line that says why.  A run
+ * area the reader refused may have held that run: what the reader says of
+ * each area is given, so "does not hold one" is said only when no area
+ * holds anything wrong.
+ */
+__attribute__((noreturn)) static void no_run(struct relstack_reader *r, const struct rs_tool_opts *o, int ret)
+{
+	char why[600] = "";
+	size_t n = 0;
+
+	for (unsigned a = 0; a < 2 && ret == -ENOENT; a++) {
+		const char *err = relstack_reader__run_error(r, a);
+
+		if (err && n < sizeof(why))
+			n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%s", n ? "; " : "", err);
+	}
+	if (n)
+		rs_tool_input_error("%s: no %s run, damaged: %s", o->file, run_name(o->run), why);
+	rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
+			    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+}
+
 static void info_objects(struct relstack_reader *r, enum relstack_run_which w)
 {
 	unsigned n = relstack_reader__object_count(r, w);
@@ -269,8 +292,7 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 	}
 	ret = relstack_reader__run_info(r, o->run, &ri);
 	if (ret < 0)
-		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
-				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+		no_run(r, o, ret);
 	printf("run: %s, generation %" PRIu64 ", id ", run_name(o->run), ri.generation);
 	print_hex(stdout, ri.run_id, sizeof(ri.run_id));
 	printf("\n  process: pid %u, ", ri.pid);
@@ -813,8 +835,7 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 	c.symbolize = symbolize;
 	ret = relstack_reader__run_info(r, o->run, &ri);
 	if (ret < 0)
-		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
-				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+		no_run(r, o, ret);
 	for (unsigned i = 0; i < o->nevents; i++) {
 		bool known = false;
 
