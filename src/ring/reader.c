@@ -439,26 +439,53 @@ static void bad_record(const struct relstack_reader *r, struct run_view *v, uint
 
 enum rec_kind { REC_NONE, REC_PARTIAL, REC_TOO_LONG, REC_BAD_SUM, REC_PAD, REC_WHOLE };
 
-/* What the ring holds at position @p of the run: no record head, or a record of *len bytes and its state. */
-static enum rec_kind rec_at(const struct run_view *v, uint64_t p, size_t *len)
+/* A run's ring as the walks over it need it, in locals (the walks are the reader's hot loops). */
+struct ring_view {
+	const unsigned char *ring;
+	uint64_t base, mask;
+	uint32_t seed;
+	const uint32_t *key;
+};
+
+static struct ring_view ring_view(const struct run_view *v)
 {
-	const struct rs_run_head *h = &v->h;
-	uint64_t off = (p - h->base) & (h->ring_size - 1);
-	const unsigned char *d = v->ring + off;
+	return (struct ring_view){ v->ring, v->h.base, v->h.ring_size - 1, v->h.seed, v->key };
+}
+
+/* What the ring holds at position @p of the run: no record head, or a record of *len bytes and its state. */
+static inline enum rec_kind rec_at(struct ring_view g, uint64_t p, size_t *len)
+{
+	uint64_t off = (p - g.base) & g.mask, pos;
 	struct rs_rec_head rh;
 
-	memcpy(&rh, d, sizeof(rh));
+	memcpy(&pos, g.ring + off, sizeof(pos));
+	if (pos != p) /* most positions of a gap: the walk steps over them 16 bytes at a time */
+		return REC_NONE;
+	memcpy(&rh, g.ring + off, sizeof(rh));
 	*len = (size_t)rh.units * 16;
-	if (rh.pos != p || rh.units == 0 || off % RS_CHUNK + *len > RS_CHUNK)
+	if (rh.units == 0 || off % RS_CHUNK + *len > RS_CHUNK)
 		return REC_NONE;
 	if (rh.commit == 0)
 		return REC_PARTIAL; /* B happened, D did not */
 	if (rh.kind != RS_REC_PAD && *len > RS_MAX_RECORD)
 		return REC_TOO_LONG; /* no writer makes one: the length is damaged (the checksum key does not reach) */
 	/* a PAD record's checksum covers its head only: the rest is not written */
-	if (rh.commit != rs_rec_sum(h->seed, v->key, p, d, rh.kind == RS_REC_PAD ? RS_REC_HEAD : *len))
+	if (rh.commit != rs_rec_sum(g.seed, g.key, p, g.ring + off, rh.kind == RS_REC_PAD ? RS_REC_HEAD : *len))
 		return REC_BAD_SUM;
 	return rh.kind == RS_REC_PAD ? REC_PAD : REC_WHOLE;
+}
+
+/* The first position from @p to @hi whose 8 bytes could be its own position: where a gap may end. */
+static inline uint64_t gap_end(struct ring_view g, uint64_t p, uint64_t hi)
+{
+	for (; p < hi; p += 16) {
+		uint64_t pos;
+
+		memcpy(&pos, g.ring + ((p - g.base) & g.mask), sizeof(pos));
+		if (pos == p)
+			break;
+	}
+	return p < hi ? p : hi;
 }
 
 /*
@@ -481,7 +508,7 @@ static uint64_t newest_chunk(const struct run_view *v)
 		p = rh.pos;
 		if (p < h->base || p - h->base >= (1ull << 40) || p <= top)
 			continue;
-		k = rec_at(v, p, &len);
+		k = rec_at(ring_view(v), p, &len);
 		if (k == REC_PARTIAL || k == REC_PAD || k == REC_WHOLE)
 			top = p;
 	}
@@ -491,14 +518,15 @@ static uint64_t newest_chunk(const struct run_view *v)
 /* Records whose checksum holds, from @lo to @hi. */
 static uint64_t count_whole(const struct run_view *v, uint64_t lo, uint64_t hi)
 {
+	struct ring_view g = ring_view(v);
 	uint64_t n = 0;
 	size_t len;
 
 	for (uint64_t p = lo; p < hi;) {
-		enum rec_kind k = rec_at(v, p, &len);
+		enum rec_kind k = rec_at(g, p, &len);
 
 		n += k == REC_WHOLE;
-		p += k == REC_NONE || k == REC_TOO_LONG || k == REC_BAD_SUM ? 16 : len;
+		p = k == REC_NONE ? gap_end(g, p + 16, hi) : p + (k == REC_TOO_LONG || k == REC_BAD_SUM ? 16 : len);
 	}
 	return n;
 }
@@ -537,6 +565,8 @@ static void scan_window(const struct relstack_reader *r, struct run_view *v, uin
 		uint64_t below = end > h->base + h->ring_size ? end - h->ring_size : h->base, n;
 
 		*lo = *hi - h->ring_size;
+		if (*lo - below > h->ring_size)
+			below = *lo - h->ring_size; /* a ring below lo: the window's own slots */
 		/*
 		 * Below lo, the slots of chunks reserved above the newest record are
 		 * not overwritten yet: writers that died before their first record
@@ -553,22 +583,26 @@ static void scan_window(const struct relstack_reader *r, struct run_view *v, uin
 
 static int scan_records(const struct relstack_reader *r, struct run_view *v)
 {
+	struct ring_view g = ring_view(v);
 	unsigned ws = r->fh.format.word_size;
 	uint64_t lo, hi;
 	size_t len;
 
 	scan_window(r, v, &lo, &hi);
 	for (uint64_t p = lo; p < hi;) {
-		const unsigned char *d = v->ring + ((p - v->h.base) & (v->h.ring_size - 1));
+		const unsigned char *d = g.ring + ((p - g.base) & g.mask);
 		struct rs_rec_head rh;
 		struct rs_rec_body b;
 		const char *why;
 
-		switch (rec_at(v, p, &len)) {
-		case REC_NONE:
-			v->gap_bytes += 16;
-			p += 16;
+		switch (rec_at(g, p, &len)) {
+		case REC_NONE: {
+			uint64_t q = gap_end(g, p + 16, hi);
+
+			v->gap_bytes += q - p;
+			p = q;
 			continue;
+		}
 		case REC_PARTIAL:
 			memcpy(&rh, d, sizeof(rh));
 			if (rh.kind != RS_REC_PAD) {
