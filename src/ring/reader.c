@@ -52,9 +52,8 @@ struct run_view {
 	unsigned area;
 	struct rs_run_head h;
 	uint32_t key[RS_NH_KEYS];     /* the run's record checksum key */
-	const unsigned char *mem;     /* the run area */
-	const unsigned char *ring;
-	const unsigned char *objtab;
+	unsigned char *ring;          /* copies of the run's ring and object table image */
+	unsigned char *objtab;
 	size_t objtab_size;
 	unsigned objtab_cap;          /* 0: image damaged */
 	struct relstack_schema schema[RS_SCHEMAS];
@@ -67,8 +66,6 @@ struct run_view {
 };
 
 struct relstack_reader {
-	unsigned char *mem;
-	size_t size;
 	struct rs_file_head fh;
 	struct rs_run_head layout;    /* the parts of a run, as the file head's geometry makes them */
 	struct run_view run[RS_RUNS];
@@ -264,16 +261,67 @@ int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *lay
 	return 1;
 }
 
-static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
+/* Where a reader's bytes come from: a caller's buffer, or a file, read part by part. */
+struct source {
+	const unsigned char *mem; /* NULL: fd */
+	int fd;
+	uint64_t size;
+	const char *name;
+	const struct relstack_reader_opts *o;
+};
+
+/* @n bytes at @off of the source (within its size: the checks before say so); 0 or -errno, said. */
+static int src_read(const struct source *s, uint64_t off, void *dst, size_t n)
 {
-	memcpy(&v->h, v->mem, sizeof(v->h));
-	if (rs_run_head_check(&v->h, &r->layout, v->area, r->fh.run_offset[v->area], v->err, sizeof(v->err)) <= 0)
-		return false;
+	if (s->mem) {
+		memcpy(dst, s->mem + off, n);
+		return 0;
+	}
+	for (size_t got = 0; got < n;) {
+		ssize_t k = pread(s->fd, (char *)dst + got, n - got, (off_t)(off + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int err = errno;
+
+			say(s->o, s->name, "read error at offset 0x%llx: %s", (unsigned long long)(off + got), strerror(err));
+			return -err;
+		}
+		if (k == 0) {
+			say(s->o, s->name, "offset 0x%llx: the file ends there, it was cut while being read",
+			    (unsigned long long)(off + got));
+			return -RELSTACK_ETRUNCATED;
+		}
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+/* A copy of @n bytes at @off of the source into *out (malloc'd). */
+static int src_copy(const struct source *s, uint64_t off, size_t n, unsigned char **out)
+{
+	*out = malloc(n ? n : 1);
+	return *out ? src_read(s, off, *out, n) : -ENOMEM;
+}
+
+/* The run head of area @v->area; then, for a run, the copies the later checks and the cursor read. */
+static int read_run(const struct relstack_reader *r, const struct source *src, struct run_view *v)
+{
+	uint64_t at = r->fh.run_offset[v->area];
+	int ret = src_read(src, at, &v->h, sizeof(v->h));
+
+	if (ret < 0)
+		return ret;
+	v->valid = rs_run_head_check(&v->h, &r->layout, v->area, at, v->err, sizeof(v->err)) > 0;
+	if (!v->valid)
+		return 0;
 	rs_nh_keys(v->h.seed, v->key);
-	v->ring = v->mem + v->h.ring_offset;
-	v->objtab = v->mem + v->h.objtab_offset;
 	v->objtab_size = v->h.objtab_size;
-	return true;
+	ret = src_copy(src, at + v->h.objtab_offset, v->objtab_size, &v->objtab);
+	if (ret == 0)
+		ret = src_copy(src, at + v->h.ring_offset, v->h.ring_size, &v->ring);
+	return ret;
 }
 
 /* The dynamic part's fields no record depends on: damage there is said, the run is kept. */
@@ -353,7 +401,7 @@ static const char *schema_problem(const struct rs_schema *s, unsigned index)
 	return NULL;
 }
 
-static void check_schemas(struct run_view *v)
+static void check_schemas(struct run_view *v, const unsigned char *table)
 {
 	memset(v->by_id, -1, sizeof(v->by_id));
 	for (unsigned i = 0; i < RS_SCHEMAS; i++) {
@@ -361,7 +409,7 @@ static void check_schemas(struct run_view *v)
 		struct relstack_schema *o;
 		const char *why;
 
-		memcpy(&s, v->mem + v->h.schema_offset + i * sizeof(s), sizeof(s));
+		memcpy(&s, table + i * sizeof(s), sizeof(s));
 		if (s.seq == 0)
 			continue;
 		why = schema_problem(&s, i);
@@ -650,42 +698,52 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 
 static void free_runs(struct relstack_reader *r)
 {
-	for (unsigned i = 0; i < RS_RUNS; i++)
+	for (unsigned i = 0; i < RS_RUNS; i++) {
 		free(r->run[i].pos);
+		free(r->run[i].ring);
+		free(r->run[i].objtab);
+	}
 }
 
-static struct relstack_reader *open_owned(unsigned char *mem, size_t size, bool locked,
-					  const struct relstack_reader_opts *o, const char *name)
+static struct relstack_reader *open_source(const struct source *src, bool locked)
 {
 	struct relstack_reader *r = calloc(1, sizeof(*r));
+	unsigned char head[sizeof(struct rs_file_head)], *schemas = NULL;
 	char msg[200];
 	int ret;
 
 	if (!r) {
-		free(mem);
 		errno = ENOMEM;
 		return NULL;
 	}
-	r->mem = mem;
-	r->size = size;
 	r->locked = locked;
 	r->which[0] = r->which[1] = -1;
-	ret = rs_file_head_check(r->mem, r->size, &r->fh, &r->layout, msg, sizeof(msg));
+	ret = src_read(src, 0, head, src->size < sizeof(head) ? (size_t)src->size : sizeof(head));
+	if (ret < 0)
+		goto fail;
+	ret = rs_file_head_check(head, src->size, &r->fh, &r->layout, msg, sizeof(msg));
 	if (ret < 0) {
-		say(o, name, "%s", msg);
+		say(src->o, src->name, "%s", msg);
 		goto fail;
 	}
 	for (unsigned i = 0; i < RS_RUNS; i++) {
 		struct run_view *v = &r->run[i];
 
 		v->area = i;
-		v->mem = r->mem + r->fh.run_offset[i];
-		v->valid = check_run_head(r, v);
+		ret = read_run(r, src, v);
+		if (ret < 0)
+			goto fail;
 		if (!v->valid)
 			continue;
 		check_run_counters(v, r->fh.run_offset[i]);
 		check_objtab(v, r->fh.run_offset[i]);
-		check_schemas(v);
+		ret = src_copy(src, r->fh.run_offset[i] + v->h.schema_offset, RS_SCHEMAS * sizeof(struct rs_schema),
+			       &schemas);
+		if (ret < 0)
+			goto fail;
+		check_schemas(v, schemas);
+		free(schemas);
+		schemas = NULL;
 		ret = scan_records(r, v);
 		if (ret < 0)
 			goto fail;
@@ -711,8 +769,8 @@ static struct relstack_reader *open_owned(unsigned char *mem, size_t size, bool 
 	}
 	return r;
 fail:
+	free(schemas);
 	free_runs(r);
-	free(r->mem);
 	free(r);
 	errno = -ret;
 	return NULL;
@@ -720,27 +778,20 @@ fail:
 
 struct relstack_reader *relstack_reader__open_mem(const void *buf, size_t size, const struct relstack_reader_opts *o)
 {
-	unsigned char *mem;
+	struct source src = { .mem = buf, .fd = -1, .size = size, .name = "(memory)", .o = o };
 
 	if (!buf && size) {
 		errno = EINVAL;
 		return NULL;
 	}
-	mem = malloc(size ? size : 1);
-	if (!mem) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (size)
-		memcpy(mem, buf, size);
-	return open_owned(mem, size, false, o, "(memory)");
+	if (!buf)
+		src.mem = (const unsigned char *)"";
+	return open_source(&src, false);
 }
 
 struct relstack_reader *relstack_reader__open(const char *path, const struct relstack_reader_opts *o)
 {
-	unsigned char *mem = NULL;
 	struct stat st;
-	size_t got = 0;
 	int fd, err;
 
 	if (!path) {
@@ -771,35 +822,17 @@ struct relstack_reader *relstack_reader__open(const char *path, const struct rel
 		errno = err;
 		return NULL;
 	}
-	mem = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!mem) {
-		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, mem + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = errno;
-			say(o, path, "read error at offset 0x%zx: %s", got, strerror(err));
-			free(mem);
-			close(fd);
-			errno = err;
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
 	{
+		struct source src = { .fd = fd, .size = (uint64_t)st.st_size, .name = path, .o = o };
+		struct relstack_reader *r;
 		/* a recorder holds an exclusive lock on its file while it runs */
 		bool locked = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 
+		r = open_source(&src, locked);
+		err = errno;
 		close(fd);
-		return open_owned(mem, got, locked, o, path);
+		errno = err;
+		return r;
 	}
 }
 
@@ -808,7 +841,6 @@ void relstack_reader__close(struct relstack_reader *r)
 	if (!r)
 		return;
 	free_runs(r);
-	free(r->mem);
 	free(r);
 }
 
