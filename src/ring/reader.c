@@ -2,19 +2,25 @@
 /*
  * The reader: a buffer file, validated from the outside in.
  *
- * The file is copied into memory first, so nothing changes under the
- * checks (a live writer, a file truncated while mapped).  Then, in order:
+ * Each part is copied into memory of its own before it is checked, so
+ * nothing changes under the checks (a live writer, a file truncated
+ * while read), and only the parts the reader checks and keeps are read.
+ * Then, in order:
  *
  *   1  the file head: magic, version, size, checksum, format descriptor,
- *      geometry, and the file's real size against the geometry;
- *   2  each run head: magic, checksum, version, generation, state, mode,
+ *      geometry, and the file's real size against the geometry
+ *      (rs_file_head_check(), which the recorder runs too);
+ *   2  each run head: magic, checksum, state, version, generation, mode,
  *      then every offset and size of the run's parts, each against the
- *      area and against the parts before it;
+ *      area and against the parts before it (rs_run_head_check(), by
+ *      which the recorder also decides which area holds a run); the
+ *      dynamic part's fields no record depends on are said, not fatal;
  *   3  the run's object table image (rs_objtab_image_check; its records
  *      are checked one by one when used) and its schemas, one by one;
- *   4  the ring: every record, from the oldest position the run can
- *      still hold to `head` (ring-write.c explains the steps A..D a
- *      record head reflects).  A record is accepted only if its pos is
+ *   4  the ring: `head` against the records (it has no checksum:
+ *      scan_window()), then every record, from the oldest position the
+ *      run can still hold to head (ring-write.c explains the steps A..D
+ *      a record head reflects).  A record is accepted only if its pos is
  *      its own position (B happened), its commit is not 0 (D happened)
  *      and equals the checksum, and its body fits its length.
  *

@@ -9,10 +9,16 @@
  * Starting a run, in an order that a crash at any point leaves harmless:
  *   1  the area of the older run gets state 0 and a zero head_hash: from
  *      here on readers see one run (the previous), never a half-new one;
- *   2  schemas and chunk states are cleared, the static run head written;
+ *   2  schemas, chunk states and the object table image are cleared (the
+ *      image is the run two generations back's), the run head written;
  *   3  head_hash, then state = ACTIVE (release): the run exists.
+ * Which area holds the most recent run is decided by the reader's own run
+ * head check (rs_run_head_check), so an area a kill left in 1..3 counts as
+ * no run, here as in the reader, and the next open starts there again.
  * The area of the most recent run is never written, so it stays
- * decodable as the previous run.
+ * decodable as the previous run.  A new file is made aside and linked at
+ * its path once whole (create_file()).  docs/format.md, "Starting a run",
+ * lists what a kill at each point leaves; RS_KILL_POINT marks the points.
  */
 #include <errno.h>
 #include <fcntl.h>
