@@ -649,7 +649,9 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 		struct rs_rec_body b;
 		const char *why;
 
-		switch (rec_at(g, p, &len)) {
+		enum rec_kind k = rec_at(g, p, &len);
+
+		switch (k) {
 		case REC_NONE: {
 			uint64_t q = gap_end(g, p + 16, hi);
 
@@ -666,16 +668,10 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 			p += len;
 			continue;
 		case REC_TOO_LONG:
-			v->skipped++;
-			v->damaged++;
-			bad_record(r, v, p, "longer than any record");
-			v->gap_bytes += 16;
-			p += 16;
-			continue;
 		case REC_BAD_SUM:
 			v->skipped++;
 			v->damaged++;
-			bad_record(r, v, p, "checksum mismatch");
+			bad_record(r, v, p, k == REC_TOO_LONG ? "longer than any record" : "checksum mismatch");
 			v->gap_bytes += 16;
 			p += 16;
 			continue;

@@ -100,18 +100,17 @@ static void check_run(struct relstack_reader *r, enum relstack_run_which which, 
 	struct relstack_run_info info;
 	struct relstack_cursor *c;
 	struct relstack_record rec_;
-	uint64_t first[WRITERS], last[WRITERS], count[WRITERS] = { 0 }, lastpos[WRITERS] = { 0 };
+	uint64_t first[WRITERS], last[WRITERS], count[WRITERS] = { 0 }, lastpos[WRITERS] = { 0 }, seq;
+	uint32_t w;
 
 	assert_int_equal(relstack_reader__run_info(r, which, &info), 0);
 	assert_int_equal(info.state, RELSTACK_RUN_ACTIVE); /* killed, never closed */
 	assert_true(info.skipped <= WRITERS);
 	c = relstack_reader__records(r, which);
 	assert_non_null(c);
-	while (relstack_cursor__next(c, &rec_) > 0) {
-		uint32_t t;
-		uint64_t seq;
+	while (rs_seq_next(c, &rec_, &w, &seq)) {
+		uint32_t t = w;
 
-		rs_seq_check(&rec_, &t, &seq);
 		assert_true(t < WRITERS);
 		if (count[t] == 0)
 			first[t] = (uint64_t)seq;
@@ -285,20 +284,15 @@ static void expect_run(struct relstack_reader *r, enum relstack_run_which which,
 	struct relstack_run_info info;
 	struct relstack_cursor *c;
 	struct relstack_record rec_;
-	uint64_t next = first;
+	uint64_t next = first, seq;
+	uint32_t t;
 
 	assert_int_equal(relstack_reader__run_info(r, which, &info), 0);
 	assert_int_equal(info.generation, gen);
 	c = relstack_reader__records(r, which);
 	assert_non_null(c);
-	while (relstack_cursor__next(c, &rec_) > 0) {
-		uint32_t t;
-		uint64_t seq;
-
-		rs_seq_check(&rec_, &t, &seq);
-		assert_int_equal(seq, next);
-		next++;
-	}
+	while (rs_seq_next(c, &rec_, &t, &seq))
+		assert_int_equal(seq, next++);
 	relstack_cursor__free(c);
 	assert_int_equal(next, first + count);
 	assert_int_equal(info.skipped, 0);

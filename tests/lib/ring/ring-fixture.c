@@ -60,6 +60,14 @@ void rs_seq_check(const struct relstack_record *rec, uint32_t *thread, uint64_t 
 	*seq = (uint64_t)s;
 }
 
+bool rs_seq_next(struct relstack_cursor *c, struct relstack_record *rec, uint32_t *thread, uint64_t *seq)
+{
+	if (relstack_cursor__next(c, rec) <= 0)
+		return false;
+	rs_seq_check(rec, thread, seq);
+	return true;
+}
+
 struct relstack_reader *rs_seq_reader(const char *path)
 {
 	char err[256] = "";

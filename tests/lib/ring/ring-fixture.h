@@ -7,6 +7,7 @@
 #ifndef RS_RING_FIXTURE_H
 #define RS_RING_FIXTURE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "relstack/relstack.h"
@@ -30,6 +31,9 @@ int rs_seq_write(struct relstack_recorder *rec, int ev, uint32_t thread, uint64_
 
 /* A "seq" record read back: fails the test unless its words are what rs_seq_write() wrote. */
 void rs_seq_check(const struct relstack_record *rec, uint32_t *thread, uint64_t *seq);
+
+/* The next record of @c, checked by rs_seq_check(); false at the end. */
+bool rs_seq_next(struct relstack_cursor *c, struct relstack_record *rec, uint32_t *thread, uint64_t *seq);
 
 /* A reader of @path; fails the test with the reader's message if it does not open. */
 struct relstack_reader *rs_seq_reader(const char *path);
