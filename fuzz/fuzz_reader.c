@@ -16,6 +16,8 @@
  * change, from the source tree:
  *
  *   BUILDDIR/tests/unit/ring/test_ring_seeds --write fuzz/corpus/reader
+ *
+ * Inputs that once made the reader fail are kept there as regress-*.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -560,7 +560,8 @@ static uint64_t newest_chunk(const struct run_view *v)
 
 		memcpy(&rh, v->ring + off, sizeof(rh));
 		p = rh.pos;
-		if (p < h->base || p - h->base >= (1ull << 40) || p <= top)
+		/* a position of this run that is this chunk's, above the newest so far */
+		if (p < h->base || p - h->base >= (1ull << 40) || ((p - h->base) & (h->ring_size - 1)) != off || p <= top)
 			continue;
 		k = rec_at(ring_view(v), p, &len);
 		if (k == REC_PARTIAL || k == REC_PAD || k == REC_WHOLE)

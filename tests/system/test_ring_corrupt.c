@@ -613,6 +613,32 @@ static void damaged_chunk_states_cost_no_record(void **state)
 	free(b);
 }
 
+static void a_chunk_start_naming_any_other_position_costs_at_most_its_record(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	const struct rs_run_head *h = (const struct rs_run_head *)(good + f->run_offset[cur_area]);
+	struct rs_rec_head *rh = (struct rs_rec_head *)(b + f->run_offset[cur_area] + h->ring_offset);
+	/* of this run but another slot, the ring's last byte among them; the next lap; another run */
+	const uint64_t pos[] = { h->base + 8, h->base + h->ring_size - 1, h->base + h->ring_size + RS_CHUNK,
+				 h->base + h->ring_size, h->base - RS_CHUNK, UINT64_MAX };
+	char err[256];
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(pos); i++) {
+		struct relstack_reader *r;
+
+		memcpy(b, good, good_size);
+		rh->pos = pos[i];
+		r = open_bytes(b, good_size, err, sizeof(err));
+		assert_non_null(r);
+		assert_true(verify(r, RELSTACK_RUN_CURRENT) + 1 >= good_records[0]);
+		assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
+		relstack_reader__close(r);
+	}
+	free(b);
+}
+
 static void a_missing_file_and_a_foreign_file_get_distinct_codes(void **state)
 {
 	char err[256] = "";
@@ -657,6 +683,7 @@ int main(void)
 		cmocka_unit_test(a_damaged_head_is_said_and_every_record_still_read),
 		cmocka_unit_test(a_wrapped_runs_head_flipped_loses_no_record_without_saying_so),
 		cmocka_unit_test(damaged_chunk_states_cost_no_record),
+		cmocka_unit_test(a_chunk_start_naming_any_other_position_costs_at_most_its_record),
 		cmocka_unit_test(a_missing_file_and_a_foreign_file_get_distinct_codes),
 	};
 
