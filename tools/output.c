@@ -246,14 +246,36 @@ static void print_fields(FILE *f, const struct relstack_record *rec, bool json)
 		fputc('}', f);
 }
 
+/*
+ * The asked-for run is not in the file: one line that says why.  A run
+ * area the reader refused may have held that run: what the reader says of
+ * each area is given, so "does not hold one" is said only when no area
+ * holds anything wrong.
+ */
+__attribute__((noreturn)) static void no_run(struct relstack_reader *r, const struct rs_tool_opts *o, int ret)
+{
+	char why[600] = "";
+	size_t n = 0;
+
+	for (unsigned a = 0; a < 2 && ret == -ENOENT; a++) {
+		const char *err = relstack_reader__run_error(r, a);
+
+		if (err && n < sizeof(why))
+			n += (size_t)snprintf(why + n, sizeof(why) - n, "%s%s", n ? "; " : "", err);
+	}
+	if (n)
+		rs_tool_input_error("%s: no %s run, damaged: %s", o->file, run_name(o->run), why);
+	rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
+			    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+}
+
 /* The run @o asks for, or exit 2 naming it. */
 static void run_info(struct relstack_reader *r, const struct rs_tool_opts *o, struct relstack_run_info *ri)
 {
 	int ret = relstack_reader__run_info(r, o->run, ri);
 
 	if (ret < 0)
-		rs_tool_input_error("%s: no %s run (%s)", o->file, run_name(o->run),
-				    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
+		no_run(r, o, ret);
 }
 
 /* ---- info ---- */
@@ -270,6 +292,7 @@ static void info_format(const struct relstack_format *fm)
 	       ", SIGNAL 0x%" PRIx64 "\n",
 	       fm->max_slot, fm->marker_slot, fm->marker_end, fm->marker_unknown, fm->marker_signal);
 }
+
 
 /* The text row of one object table slot. */
 static void text_object(uint32_t s, const struct relstack_object *o)

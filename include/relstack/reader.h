@@ -2,7 +2,7 @@
 /*
  * relstack/reader.h - reading a buffer file written by a recorder.
  *
- * The reader treats the file as hostile: it copies it into memory, then
+ * The reader treats the file as hostile: it reads it into memory, then
  * validates it from the outside in - file head, format descriptor, each
  * run's head and geometry, the object table image, the event schemas, then
  * every record - and never trusts an offset or a length it has not checked.
@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include <relstack/entry.h>
+#include <relstack/recorder.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,7 +99,7 @@ struct relstack_run_info {
 	char comm[16];
 	enum relstack_run_state state;
 	bool writer_alive;             /* current run, opened from a path: a recorder still holds the file */
-	unsigned mode;                 /* enum relstack_recorder_mode */
+	enum relstack_recorder_mode mode;
 	bool addresses;                /* absolute stacks allowed, object table keeps load addresses */
 	uint64_t ring_size;            /* geometry */
 	uint32_t chunk_size;
@@ -134,8 +135,10 @@ RELSTACK_API int relstack_reader__run_info(const struct relstack_reader *r, enum
 					   struct relstack_run_info *out);
 
 /*
- * Why run area @area (0 or 1) was not accepted, as "offset 0x...: field:
- * problem"; NULL if it was (or never held a run: "no run" is not an error).
+ * What is wrong in run area @area (0 or 1), as "run area N, offset 0x...:
+ * problem": why its run was refused, or, for a run that was kept, the
+ * first damage found in its head, object table image or schemas.  NULL
+ * if nothing is (an area that never held a run is not an error).
  */
 RELSTACK_API const char *relstack_reader__run_error(const struct relstack_reader *r, unsigned area);
 
@@ -164,7 +167,7 @@ RELSTACK_API void relstack_reader__check_entry(const struct relstack_reader *r, 
 
 
 struct relstack_schema_field {
-	char name[24];
+	char name[RELSTACK_FIELD_NAME_MAX + 1];
 	uint16_t offset;
 	uint16_t size;
 	unsigned type; /* enum relstack_field_type (relstack/recorder.h); other values: unknown */
@@ -172,10 +175,10 @@ struct relstack_schema_field {
 
 struct relstack_schema {
 	unsigned id;
-	char name[48];
+	char name[RELSTACK_EVENT_NAME_MAX + 1];
 	unsigned size; /* bytes of fields an event carries */
 	unsigned nfields;
-	struct relstack_schema_field field[16];
+	struct relstack_schema_field field[RELSTACK_EVENT_FIELDS_MAX];
 };
 
 /* Schemas of the run, by index 0 .. count-1 (ids need not be dense). */
@@ -202,13 +205,19 @@ struct relstack_record {
 	const uint64_t *words;   /* widened to 64 bits; valid until the next call */
 	size_t fields_size;
 	const void *fields;      /* valid until the next call */
-	uint64_t position;       /* logical position in the run (orders records of one thread) */
+	uint64_t position;       /* logical position in the run: ring order (relstack_reader__records()) */
 };
 
 /*
- * Records of a run, in ring order (per thread in time order; across
- * threads roughly so - sort by time_ns for exact order).  NULL with
- * errno ENOENT if there is no such run, ENOMEM.
+ * Records of a run, in ring order: by position.  Each thread fills chunks
+ * of its own, so the records a thread wrote come in the order it wrote
+ * them, with one exception: a record written by a signal handler that
+ * interrupted its thread inside a write goes to a chunk of its own,
+ * reserved after the interrupted one, so it comes after records the
+ * thread wrote later into that chunk (and in overwrite mode it can outlive
+ * them).  Across threads ring order is time order only roughly.  For
+ * exact order, sort by time_ns.  NULL with errno ENOENT if there is no
+ * such run, ENOMEM.
  */
 RELSTACK_API struct relstack_cursor *relstack_reader__records(const struct relstack_reader *r,
 							       enum relstack_run_which which);

@@ -58,8 +58,11 @@ struct relstack_recorder_opts {
 
 /*
  * Open (or create) the buffer file @path and start a new run in it.
- * A new file is created mode 0600; a symbolic link as last component is
- * refused (ELOOP), so is anything but a regular file.  An existing file
+ * A new file is created mode 0600, and appears at @path only once whole
+ * (an empty file there is replaced the same way); a symbolic link as last
+ * component is refused (ELOOP), so is anything but a regular file.  A
+ * crash at any point of this call leaves the most recent run whole and
+ * the file one the next call opens.  An existing file
  * that is not a relstack buffer (RELSTACK_EMAGIC), of another version
  * (RELSTACK_EVERSION) or damaged (RELSTACK_ECORRUPT) is left untouched.
  * One recorder per file at a time (EBUSY).  @opts may be NULL.  Takes the

@@ -9,14 +9,21 @@
  * Starting a run, in an order that a crash at any point leaves harmless:
  *   1  the area of the older run gets state 0 and a zero head_hash: from
  *      here on readers see one run (the previous), never a half-new one;
- *   2  schemas and chunk states are cleared, the static run head written;
+ *   2  schemas, chunk states and the object table image are cleared (the
+ *      image is the run two generations back's), the run head written;
  *   3  head_hash, then state = ACTIVE (release): the run exists.
+ * Which area holds the most recent run is decided by the reader's own run
+ * head check (rs_run_head_check), so an area a kill left in 1..3 counts as
+ * no run, here as in the reader, and the next open starts there again.
  * The area of the most recent run is never written, so it stays
- * decodable as the previous run.
+ * decodable as the previous run.  A new file is made aside and linked at
+ * its path once whole (create_file()).  docs/format.md, "Starting a run",
+ * lists what a kill at each point leaves; RS_KILL_POINT marks the points.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +64,7 @@ _Static_assert(offsetof(struct rs_run_head, chunk_size) == 84, "run chunk_size a
 _Static_assert(offsetof(struct rs_run_head, ring_offset) == 88, "run ring_offset at 88");
 _Static_assert(offsetof(struct rs_run_head, base) == 104, "run base at 104");
 _Static_assert(offsetof(struct rs_run_head, schema_offset) == 112, "run schema_offset at 112");
-_Static_assert(offsetof(struct rs_run_head, counts_offset) == 128, "run counts_offset at 128");
+_Static_assert(offsetof(struct rs_run_head, states_offset) == 128, "run states_offset at 128");
 _Static_assert(offsetof(struct rs_run_head, objtab_offset) == 136, "run objtab_offset at 136");
 _Static_assert(offsetof(struct rs_run_head, comm) == 152, "run comm at 152");
 _Static_assert(offsetof(struct rs_run_head, seed) == 168, "run seed at 168");
@@ -98,10 +105,14 @@ _Static_assert(RS_MAX_RECORD % 16 == 0 && RS_NH_KEYS * 4 == RS_MAX_RECORD - RS_R
 _Static_assert(RELSTACK_EVENT_FIELDS_MAX == RS_SCHEMA_FIELDS, "public and file field limits agree");
 _Static_assert(RELSTACK_FIELDS_SIZE_MAX == RS_MAX_FIELDS_SIZE, "public and file size limits agree");
 _Static_assert(RELSTACK_WORDS_MAX == RS_MAX_WORDS, "public and file word limits agree");
+_Static_assert(RELSTACK_EVENT_NAME_MAX + 1 == RS_SCHEMA_NAME && RELSTACK_FIELD_NAME_MAX + 1 == RS_FIELD_NAME,
+	       "public and file name lengths agree");
+/* the run head's mode is the public mode, stored and read back as it is */
+_Static_assert(RS_MODE_OVERWRITE == RELSTACK_MODE_OVERWRITE && RS_MODE_STOP == RELSTACK_MODE_STOP,
+	       "file and public modes agree");
 _Static_assert(sizeof(struct relstack_crash_fields) == 32, "crash fields are 32 bytes");
 
 #define RS_DEFAULT_RING (1u << 20)
-#define RS_MIN_RING (64u << 10)
 #define RS_DEFAULT_OBJTAB 256u
 
 static inline uint64_t round_block(uint64_t n)
@@ -117,7 +128,7 @@ void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_h
 	h->schema_capacity = RS_SCHEMAS;
 	h->schema_size = sizeof(struct rs_schema);
 	off += round_block(RS_SCHEMAS * sizeof(struct rs_schema));
-	h->counts_offset = off;
+	h->states_offset = off;
 	off += round_block(ring_size / RS_CHUNK * sizeof(struct rs_chunk_state));
 	h->objtab_offset = off;
 	h->objtab_size = round_block(rs_objtab_image_size(objtab_capacity));
@@ -128,65 +139,41 @@ void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_h
 	*area_size = off + ring_size;
 }
 
-static int file_head_check(const struct rs_file_head *f, uint64_t st_size)
+#ifdef RS_KILL_POINTS
+const char *rs_kill_at;
+
+void rs_kill_point(const char *name)
 {
-	struct relstack_format native;
-
-	if (st_size < sizeof(*f) || memcmp(f->magic, RS_FILE_MAGIC, 8) != 0)
-		return -RELSTACK_EMAGIC;
-	if (f->version != RS_FILE_VERSION)
-		return -RELSTACK_EVERSION;
-	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash)) ||
-	    f->head_size != sizeof(*f) || f->runs != RS_RUNS || f->file_size != st_size ||
-	    f->run_area_size % RS_BLOCK || f->run_offset[0] != RS_BLOCK ||
-	    f->ring_size < RS_MIN_RING || f->ring_size > RS_MAX_RING || (f->ring_size & (f->ring_size - 1)) ||
-	    f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS ||
-	    f->run_offset[1] != RS_BLOCK + f->run_area_size ||
-	    f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size)
-		return -RELSTACK_ECORRUPT;
-	{
-		struct rs_run_head g;
-		uint64_t area;
-
-		memset(&g, 0, sizeof(g));
-		rs_run_layout(f->ring_size, f->objtab_capacity, &g, &area);
-		if (area != f->run_area_size)
-			return -RELSTACK_ECORRUPT;
-	}
-	relstack_format_native(&native);
-	if (memcmp(&native, &f->format, sizeof(native)) != 0)
-		return -RELSTACK_EFORMAT;
-	return 0;
+	if (rs_kill_at && strcmp(rs_kill_at, name) == 0)
+		raise(SIGKILL);
 }
+#endif
 
-/* A run head this writer may trust enough to pick areas (the reader checks everything). */
-static uint64_t run_generation(const struct rs_run_head *h)
+/* A run the reader accepts has this generation; anything else (no run, damaged, half started) has 0. */
+static uint64_t run_generation(const struct rs_file_head *f, const struct rs_run_head *layout, unsigned area,
+			       const struct rs_run_head *h)
 {
-	if (memcmp(h->magic, RS_RUN_MAGIC, 8) != 0 ||
-	    h->head_hash != rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)))
-		return 0;
-	return h->generation;
+	struct rs_run_head c;
+	char err[200];
+
+	memcpy(&c, h, sizeof(c));
+	return rs_run_head_check(&c, layout, area, f->run_offset[area], err, sizeof(err)) > 0 ? c.generation : 0;
 }
 
 static void read_boot_id(uint8_t out[16])
 {
 	char buf[64];
 	unsigned n = 0;
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t len;
 
 	memset(out, 0, 16);
-	if (fd < 0)
-		return;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	for (ssize_t i = 0; i < len && n < 32; i++) {
-		int c = buf[i], v;
+	rs_read_small("/proc/sys/kernel/random/boot_id", buf, sizeof(buf));
+	for (const char *c = buf; *c && n < 32; c++) {
+		int v;
 
-		if (c >= '0' && c <= '9')
-			v = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v = c - 'a' + 10;
+		if (*c >= '0' && *c <= '9')
+			v = *c - '0';
+		else if (*c >= 'a' && *c <= 'f')
+			v = *c - 'a' + 10;
 		else
 			continue;
 		out[n / 2] |= (uint8_t)(n % 2 ? v : v << 4);
@@ -295,7 +282,7 @@ static void define_builtins(struct relstack_recorder *rec)
 		   sizeof(struct relstack_crash_fields));
 }
 
-static int new_file(int fd, uint64_t ring_size, unsigned objtab_capacity, struct rs_file_head *f)
+static void new_file_head(uint64_t ring_size, unsigned objtab_capacity, struct rs_file_head *f)
 {
 	struct rs_run_head geo;
 	uint64_t area;
@@ -315,11 +302,62 @@ static int new_file(int fd, uint64_t ring_size, unsigned objtab_capacity, struct
 	f->ring_size = ring_size;
 	f->objtab_capacity = objtab_capacity;
 	f->head_hash = rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash));
-	if (ftruncate(fd, (off_t)f->file_size) < 0)
-		return -errno;
-	if (pwrite(fd, f, sizeof(*f), 0) != (ssize_t)sizeof(*f))
-		return -EIO;
-	return 0;
+}
+
+/*
+ * A new file appears at @path whole or not at all: it is made unnamed
+ * (O_TMPFILE) in @path's directory, sized, given its head, and only then
+ * linked at @path.  linkat() replaces nothing: of two recorders creating
+ * one file, one links it and the other opens that one (-EEXIST).  Where
+ * O_TMPFILE or /proc/self/fd is missing, and to replace an empty file
+ * (@replace), a named file next to @path is linked or renamed there the
+ * same way; a kill may leave that one behind, never a partial @path.
+ * Returns the new file's descriptor, -EEXIST, or -errno.
+ */
+static int create_file(const char *path, bool replace, const struct rs_file_head *f)
+{
+	char dir[4096], tmp[4096 + 8], proc[32];
+	const char *slash = strrchr(path, '/');
+	bool named = replace;
+	int fd, ret;
+
+	if (strlen(path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
+again:
+	fd = named ? -1 : open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		named = true;
+		snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+		fd = mkostemp(tmp, O_CLOEXEC); /* mode 0600 */
+		if (fd < 0)
+			return -errno;
+	}
+	ret = ftruncate(fd, (off_t)f->file_size) < 0 ? -errno : 0;
+	RS_KILL_POINT("create-sized");
+	if (!ret && pwrite(fd, f, sizeof(*f), 0) != (ssize_t)sizeof(*f))
+		ret = -EIO;
+	RS_KILL_POINT("create-written");
+	if (!ret && !named) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+			return fd;
+		ret = -errno;
+		close(fd);
+		if (ret == -EEXIST)
+			return ret;
+		named = true; /* no /proc, say */
+		goto again;
+	}
+	if (!ret && (replace ? rename(tmp, path) : link(tmp, path)) < 0)
+		ret = -errno;
+	if (ret < 0 || !replace)
+		unlink(tmp);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
 }
 
 static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint64_t generation,
@@ -331,6 +369,7 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	/* 1 */
 	atomic_store_explicit((_Atomic uint32_t *)&h->state, 0, memory_order_relaxed);
 	atomic_store_explicit((_Atomic uint32_t *)&h->head_hash, 0, memory_order_release);
+	RS_KILL_POINT("start-unhashed");
 	/* 2 */
 	memset(&s, 0, sizeof(s));
 	memcpy(s.magic, RS_RUN_MAGIC, 8);
@@ -353,8 +392,9 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	strncpy(s.comm, program_invocation_short_name, sizeof(s.comm) - 1);
 	s.seed = rs_hash32(RS_HASH32_INIT, s.run_id, sizeof(s.run_id));
 	s.head = s.base;
-	/* schemas and chunk states lie between schema_offset and objtab_offset */
-	memset(rec->area + s.schema_offset, 0, s.objtab_offset - s.schema_offset);
+	/* schemas, chunk states and the object table image lie between schema_offset and ring_offset */
+	memset(rec->area + s.schema_offset, 0, s.ring_offset - s.schema_offset);
+	RS_KILL_POINT("start-cleared");
 	memcpy(h, &s, offsetof(struct rs_run_head, head_hash));
 	h->close_monotonic_ns = 0;
 	h->anchor_seq = 0;
@@ -364,11 +404,88 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	h->head = s.base;
 	h->lost = 0;
 	h->overwritten = 0;
+	RS_KILL_POINT("start-written");
 	/* 3 */
 	atomic_store_explicit((_Atomic uint32_t *)&h->head_hash,
 			      rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)),
 			      memory_order_release);
+	RS_KILL_POINT("start-hashed");
 	atomic_store_explicit((_Atomic uint32_t *)&h->state, RS_RUN_ACTIVE, memory_order_release);
+	RS_KILL_POINT("start-active");
+}
+
+/*
+ * The buffer file at @path, locked, with its head checked into *f (the
+ * reader's check, and the native format this writer writes); a missing
+ * or empty file is made with @ring_size and @cap first.  Returns the
+ * descriptor or -errno.
+ */
+static int open_file(const char *path, uint64_t ring_size, unsigned cap, struct rs_file_head *f,
+		     struct rs_run_head *layout)
+{
+	struct relstack_format native;
+	unsigned char head[sizeof(*f)];
+	char msg[200];
+	struct stat st;
+	ssize_t got;
+	int fd, ret;
+
+	for (unsigned tries = 0;; tries++) {
+		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT || tries == 3)
+			break;
+		new_file_head(ring_size, cap, f);
+		fd = create_file(path, false, f);
+		if (fd != -EEXIST)
+			break; /* made (fd), failed (-errno); -EEXIST: another one made it, open that */
+	}
+	if (fd < 0)
+		return fd == -1 ? -errno : fd;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+	if (st.st_size == 0) {
+		/* empty (made by hand, say): replaced by a whole file */
+		new_file_head(ring_size, cap, f);
+		ret = create_file(path, true, f);
+		if (ret < 0)
+			goto fail;
+		close(fd);
+		fd = ret;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			goto fail;
+		}
+		st.st_size = (off_t)f->file_size;
+	}
+	got = pread(fd, head, sizeof(head), 0);
+	if (got < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	/* a file that shrank under the pread: its head is what was read */
+	ret = rs_file_head_check(head, (size_t)got < sizeof(head) ? (uint64_t)got : (uint64_t)st.st_size, f, layout,
+				 msg, sizeof(msg));
+	if (ret < 0)
+		goto fail;
+	relstack_format_native(&native);
+	if (memcmp(&native, &f->format, sizeof(native)) != 0) {
+		ret = -RELSTACK_EFORMAT; /* a file of another word size or layout: read it, do not write it */
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return ret;
 }
 
 struct relstack_recorder *relstack_recorder__open(const char *path, const struct relstack_recorder_opts *opts)
@@ -376,10 +493,9 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
 	struct relstack_recorder *rec = NULL;
 	struct rs_file_head f;
-	struct rs_run_head *heads[RS_RUNS];
+	struct rs_run_head *heads[RS_RUNS], layout;
 	uint64_t ring_size, gen[RS_RUNS];
 	unsigned cap, cur;
-	struct stat st;
 	void *map = MAP_FAILED;
 	int fd = -1, ret;
 
@@ -403,32 +519,13 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	if (cap > RS_OBJTAB_SLOTS)
 		goto einval;
 
-	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
+	fd = open_file(path, ring_size, cap, &f, &layout);
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
-	if (fstat(fd, &st) < 0)
-		goto fail_errno;
-	if (!S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		goto fail;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		goto fail;
-	}
-	if (st.st_size == 0) {
-		ret = new_file(fd, ring_size, cap, &f);
-		if (ret < 0)
-			goto fail;
-	} else {
-		if (pread(fd, &f, sizeof(f), 0) != (ssize_t)sizeof(f))
-			memset(&f, 0, sizeof(f));
-		ret = file_head_check(&f, (uint64_t)st.st_size);
-		if (ret < 0)
-			goto fail;
-		ring_size = f.ring_size;
-		cap = f.objtab_capacity;
-	}
+	ring_size = f.ring_size;
+	cap = f.objtab_capacity;
 	map = mmap(NULL, f.file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		goto fail_errno;
@@ -446,7 +543,7 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	rec->ring.holder = -1;
 	for (unsigned i = 0; i < RS_RUNS; i++) {
 		heads[i] = (struct rs_run_head *)((char *)map + f.run_offset[i]);
-		gen[i] = run_generation(heads[i]);
+		gen[i] = run_generation(&f, &layout, i, heads[i]);
 	}
 	/* the new run goes where the older run is; the most recent one is kept */
 	cur = gen[0] <= gen[1] ? 0 : 1;
@@ -463,10 +560,11 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 					 memory_order_relaxed);
 	rec->schemas = (struct rs_schema *)(rec->area + rec->run->schema_offset);
 	define_builtins(rec);
+	RS_KILL_POINT("open-schemas");
 
 	rec->ring.data = rec->area + rec->run->ring_offset;
 	rec->ring.run = rec->run;
-	rec->ring.chunks = (struct rs_chunk_state *)(rec->area + rec->run->counts_offset);
+	rec->ring.chunks = (struct rs_chunk_state *)(rec->area + rec->run->states_offset);
 	rec->ring.size = ring_size;
 	rec->ring.mask = ring_size - 1;
 	rec->ring.size_shift = (unsigned)__builtin_ctzll(ring_size);
@@ -479,6 +577,7 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	rs_nh_keys(rec->ring.seed, rec->ring.key);
 	rs_ring_init(&rec->ring);
 
+	RS_KILL_POINT("open-objtab");
 	ret = rs_objtab_mirror_attach(rec->area + rec->run->objtab_offset, rec->run->objtab_size, cap,
 				      (o.flags & RELSTACK_RECORDER_ABSOLUTE) != 0);
 	if (ret < 0)

@@ -60,12 +60,12 @@ uint64_t rs_clock_ns(int clock)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The first @cap - 1 bytes of @path, NUL-terminated; 0 if unreadable. */
-static size_t read_small(const char *path, char *buf, size_t cap)
+size_t rs_read_small(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t got = 0;
 
+	buf[0] = 0;
 	if (fd < 0)
 		return 0;
 	while (got < cap - 1) {
@@ -94,7 +94,7 @@ static bool kernel_uses_tsc(void)
 {
 	char cs[32];
 
-	return read_small("/sys/devices/system/clocksource/clocksource0/current_clocksource", cs, sizeof(cs)) &&
+	return rs_read_small("/sys/devices/system/clocksource/clocksource0/current_clocksource", cs, sizeof(cs)) &&
 	       strcmp(cs, "tsc\n") == 0;
 }
 
@@ -103,7 +103,7 @@ static bool cpu_tsc_flags(void)
 	char buf[8192]; /* the first CPU's block of /proc/cpuinfo is a few KiB */
 	char *flags, *eol;
 
-	if (!read_small("/proc/cpuinfo", buf, sizeof(buf)))
+	if (!rs_read_small("/proc/cpuinfo", buf, sizeof(buf)))
 		return false;
 	flags = strstr(buf, "\nflags");
 	if (!flags)

@@ -26,8 +26,8 @@
  *   | chunk T1: r r r PAD | chunk T2: r r r ..... | chunk T1: r r ... |
  *     ^ oldest, overwritten next (overwrite mode)
  *
- * Writing one record (the steps the reader in ring-read.c relies on)
- * -------------------------------------------------------------------
+ * Writing one record (the steps the reader in reader.c relies on)
+ * ----------------------------------------------------------------
  *   A  reserve: bump the thread's cursor inside its chunk, or fetch_add a
  *      new chunk on `head` (in overwrite mode, with E and G below).
  *   B  commit = 0 with kind, flags and units (one relaxed 8-byte store),
@@ -134,7 +134,7 @@
 #include "capture/objtab.h"
 #include "ring/ring.h"
 
-struct rs_tls {
+struct rs_ring_tls {
 	uint64_t serial;      /* ring the chunk belongs to, 0: none */
 	uint64_t start, cur, end;
 	unsigned char *chunk; /* where start lives in the ring */
@@ -145,7 +145,7 @@ struct rs_tls {
 	volatile sig_atomic_t busy;
 };
 
-static __thread struct rs_tls tls __attribute__((tls_model("initial-exec")));
+static __thread struct rs_ring_tls tls __attribute__((tls_model("initial-exec")));
 
 static void atfork_child(void)
 {
@@ -165,11 +165,6 @@ void rs_ring_init(struct rs_ring *r)
 
 	pthread_once(&atfork_once, atfork_register);
 	r->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
-}
-
-void rs_ring_thread_reset(void)
-{
-	atfork_child();
 }
 
 uint32_t rs_ring_tid(void);
@@ -404,7 +399,7 @@ static inline __attribute__((always_inline)) void record_put(struct rs_ring *r, 
 }
 
 /* A new chunk for this thread, open: the thread keeps where it lives and its owner word. */
-static inline void tls_take(struct rs_ring *r, struct rs_tls *t, uint64_t p)
+static inline void tls_take(struct rs_ring *r, struct rs_ring_tls *t, uint64_t p)
 {
 	uint32_t lap = lap_of(r, p);
 
@@ -422,7 +417,7 @@ static inline void tls_take(struct rs_ring *r, struct rs_tls *t, uint64_t p)
 static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, const struct rs_rec_in *in,
 							     unsigned stage)
 {
-	struct rs_tls *t = &tls;
+	struct rs_ring_tls *t = &tls;
 	/*
 	 * The time first: the counter read then runs while the CAS of G waits
 	 * for the previous record's stores to drain, instead of after it.

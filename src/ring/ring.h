@@ -26,7 +26,8 @@
 #define RS_FILE_VERSION 2u
 #define RS_RUN_MAGIC "RELSTRUN"
 #define RS_BLOCK 4096u
-#define RS_MAX_RING (1ull << 30) /* data ring bytes of a run, at most (writer and reader) */
+#define RS_MIN_RING (64u << 10)  /* data ring bytes of a run, at least ... */
+#define RS_MAX_RING (1ull << 30) /* ... and at most (writer and reader) */
 #define RS_RUNS 2u
 
 /* file head flags (the only mutable word of the file head) */
@@ -84,7 +85,7 @@ struct rs_run_head {
 	uint64_t schema_offset;
 	uint32_t schema_capacity; /* RS_SCHEMAS */
 	uint32_t schema_size;     /* sizeof(struct rs_schema) */
-	uint64_t counts_offset;   /* one struct rs_chunk_state per chunk of the ring */
+	uint64_t states_offset;   /* the chunk states: one struct rs_chunk_state per chunk of the ring */
 	uint64_t objtab_offset;
 	uint64_t objtab_size;     /* bytes set aside for the object table image */
 	char comm[16];            /* program name, NUL-padded */
@@ -283,10 +284,29 @@ RS_HIDDEN int rs_ring_write(struct rs_ring *r, const struct rs_rec_in *in);
 RS_HIDDEN void rs_ring_init(struct rs_ring *r);
 /* Test hook: stop after writing part of a record, as if killed there. */
 RS_HIDDEN int rs_ring_write_partial(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage);
-/* Drop the calling thread's chunk (after fork, and in tests). */
-RS_HIDDEN void rs_ring_thread_reset(void);
 
 RS_HIDDEN uint64_t rs_clock_ns(int clock);
+
+/*
+ * Kill points: a test build (-DRS_KILL_POINTS) raises SIGKILL at the point
+ * named rs_kill_at, so that tests kill the writer at an exact instant of
+ * its work.  Other builds have none.
+ */
+#ifdef RS_KILL_POINTS
+RS_HIDDEN extern const char *rs_kill_at;
+RS_HIDDEN void rs_kill_point(const char *name);
+#define RS_KILL_POINT(name) rs_kill_point(name)
+#else
+#define RS_KILL_POINT(name) ((void)0)
+#endif
+
+/* The checks of a file head and of a run head (reader.c), the same for the reader and the recorder. */
+RS_HIDDEN int rs_file_head_check(const void *mem, uint64_t file_bytes, struct rs_file_head *f,
+				 struct rs_run_head *layout, char *msg, size_t msgsz);
+RS_HIDDEN int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *layout, unsigned area,
+				uint64_t at, char *err, size_t errsz);
+/* The first @cap - 1 bytes of a small file (/proc, /sys), NUL-terminated; 0 if unreadable or empty. */
+RS_HIDDEN size_t rs_read_small(const char *path, char *buf, size_t cap);
 
 /*
  * The run clock (ring-clock.c).  rs_clock_pick() decides at run start

@@ -385,6 +385,21 @@ class Cli(unittest.TestCase):
         p = run("report", "--symbols", f"librelstack-demo-plugin.so={nmfile}", path)
         self.assertIn("plugin_check_quota+0x", p.stdout)
 
+    def test_a_damaged_run_is_named_damaged_by_every_command_on_stderr(self):
+        two = os.path.join(self.tmp, "two-runs.rsb")
+        for _ in range(2):
+            self.assertEqual(run_demo(two, PLUGIN).returncode, -signal.SIGSEGV)
+        with open(two, "rb") as f:
+            data = bytearray(f.read())
+        areas = struct.unpack_from("<2Q", data, 96)  # file head: run_offset[0], run_offset[1]
+        gens = [struct.unpack_from("<Q", data, a + 16)[0] for a in areas]
+        prev = areas[gens.index(min(gens))]
+        data[prev + 24] ^= 0x01  # one bit of the previous run's run_id, under its head_hash
+        path = self.damaged("run-id.rsb", bytes(data))
+        for args in (["info", "--run", "previous"], ["dump", "--run", "previous"],
+                     ["report", "--run", "previous"]):
+            self.expect_input_error([*args, path], path, ["no previous run", "damaged", "checksum mismatch"])
+
     def test_flipped_bytes_never_crash_the_command(self):
         import random
         rnd = random.Random(7)

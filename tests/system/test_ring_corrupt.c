@@ -21,26 +21,11 @@
 
 #include "relstack/relstack.h"
 #include "ring/ring.h"
+#include "ring-fixture.h"
 
 static unsigned char *good;
 static size_t good_size;
 static size_t good_records[2]; /* current, previous */
-
-struct fields {
-	uint64_t seq;
-	uint32_t n;
-	uint32_t pad;
-};
-
-static const struct relstack_event_field desc[] = {
-	{ "seq", 0, 8, RELSTACK_FIELD_UNSIGNED },
-	{ "n", 8, 4, RELSTACK_FIELD_UNSIGNED },
-};
-
-static uint64_t payload(uint64_t seq, unsigned i)
-{
-	return (seq + 7) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)i << 40);
-}
 
 static struct relstack_recorder *left_open;
 
@@ -54,15 +39,9 @@ static void write_run(const char *path, uint64_t from, unsigned count, bool clos
 	o.objtab_capacity = 16;
 	rec = relstack_recorder__open(path, &o);
 	assert_non_null(rec);
-	ev = relstack_recorder__define_event(rec, "seq", desc, 2, sizeof(struct fields));
-	for (uint64_t s = from; s < from + count; s++) {
-		uint64_t w[32];
-		struct fields f = { s, (uint32_t)(s % 32), 0 };
-
-		for (unsigned i = 0; i < f.n; i++)
-			w[i] = payload(s, i);
-		assert_int_equal(relstack_recorder__write(rec, (unsigned)ev, w, f.n, NULL, &f, sizeof(f), 0), 0);
-	}
+	ev = rs_seq_define(rec);
+	for (uint64_t s = from; s < from + count; s++)
+		assert_int_equal(rs_seq_write(rec, ev, 0, s, (unsigned)(s % 32), NULL), 0);
 	assert_int_equal(relstack_recorder__record(rec, RELSTACK_EVENT_STACK, NULL, 0, 0), 0);
 	if (close_it)
 		relstack_recorder__close(rec);
@@ -116,20 +95,17 @@ static size_t verify(struct relstack_reader *r, enum relstack_run_which which)
 	if (!c)
 		return 0;
 	while (relstack_cursor__next(c, &rec) > 0) {
-		int64_t seq, cnt;
+		uint32_t t;
+		uint64_t seq;
 
 		n++;
 		if (rec.event_id == RELSTACK_EVENT_STACK && rec.nwords > 0 && rec.fields_size == 0)
 			continue;
 		assert_int_equal(rec.event_id, 2);
-		assert_int_equal(rec.fields_size, sizeof(struct fields));
-		memcpy(&seq, rec.fields, 8);
-		memcpy(&cnt, (const char *)rec.fields + 8, 4);
-		cnt &= 0xffffffff;
-		assert_int_equal(cnt, (uint64_t)seq % 32);
-		assert_int_equal(rec.nwords, (size_t)cnt);
-		for (size_t i = 0; i < rec.nwords; i++)
-			assert_true(rec.words[i] == payload((uint64_t)seq, (unsigned)i));
+		if (!rec.event_name)
+			continue; /* its schema is damaged: the fields cannot be named, the record is still whole */
+		rs_seq_check(&rec, &t, &seq);
+		assert_int_equal(rec.nwords, seq % 32);
 	}
 	relstack_cursor__free(c);
 	return n;
@@ -476,6 +452,193 @@ static void a_record_longer_than_any_record_is_damage_with_its_own_message(void 
 	free(b);
 }
 
+/* The records of the run of generation @gen, or -1 if the reader holds no such run. */
+static long run_records(struct relstack_reader *r, uint64_t gen)
+{
+	for (int w = RELSTACK_RUN_CURRENT; w <= RELSTACK_RUN_PREVIOUS; w++) {
+		struct relstack_run_info info;
+
+		if (relstack_reader__run_info(r, (enum relstack_run_which)w, &info) == 0 && info.generation == gen)
+			return (long)verify(r, (enum relstack_run_which)w);
+	}
+	return -1;
+}
+
+/*
+ * Every bit of @b's run area @area from byte @from to @to of its run head
+ * flipped in turn: the run keeps all its @expect records, or the reader
+ * says what is wrong with it; the other run loses nothing.
+ */
+static void flip_run_head_bits(const unsigned char *file, size_t size, unsigned area, size_t from, size_t to,
+			       const long expect[2])
+{
+	const struct rs_file_head *f = (const struct rs_file_head *)file;
+	unsigned char *b = malloc(size);
+	uint64_t gen[2];
+	char err[256];
+
+	for (unsigned a = 0; a < 2; a++)
+		gen[a] = ((const struct rs_run_head *)(file + f->run_offset[a]))->generation;
+	for (size_t off = from; off < to; off++) {
+		for (unsigned bit = 0; bit < 8; bit++) {
+			struct relstack_reader *r;
+			const char *why;
+			long n;
+
+			memcpy(b, file, size);
+			b[f->run_offset[area] + off] ^= (unsigned char)(1u << bit);
+			r = open_bytes(b, size, err, sizeof(err));
+			assert_non_null(r);
+			why = relstack_reader__run_error(r, area);
+			n = run_records(r, gen[area]);
+			if (n != expect[area] && !why)
+				fail_msg("run area %u, run head byte %zu bit %u: %ld of %ld records, and no word of damage",
+					 area, off, bit, n, expect[area]);
+			if (why && !strstr(why, area ? "run area 1, offset" : "run area 0, offset"))
+				fail_msg("message \"%s\" does not name the run area and offset", why);
+			assert_int_equal(run_records(r, gen[!area]), expect[!area]);
+			relstack_reader__close(r);
+		}
+	}
+	free(b);
+}
+
+static void a_flipped_bit_of_a_run_heads_unhashed_fields_loses_no_record_without_saying_so(void **state)
+{
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	long expect[2];
+
+	expect[cur_area] = (long)good_records[0];
+	expect[!cur_area] = (long)good_records[1];
+	/* state, close time, clock anchor, reserved, head, lost, overwritten and the pads: all of the dynamic part */
+	for (unsigned area = 0; area < 2; area++)
+		flip_run_head_bits(good, good_size, area, offsetof(struct rs_run_head, state), sizeof(struct rs_run_head),
+				   expect);
+}
+
+static void a_damaged_head_is_said_and_every_record_still_read(void **state)
+{
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned prev_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 1 ? 0 : 1;
+	unsigned char *b = malloc(good_size);
+	struct rs_run_head *h = (struct rs_run_head *)(b + f->run_offset[prev_area]);
+	static const int64_t moves[] = { 1 << 23, -(1 << 12), 1 << 30 };
+	char err[256];
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(moves); i++) {
+		struct relstack_reader *r;
+		const char *why;
+
+		memcpy(b, good, good_size);
+		if (moves[i] < 0 && h->head - h->base < (uint64_t)-moves[i])
+			continue;
+		h->head += (uint64_t)moves[i];
+		r = open_bytes(b, good_size, err, sizeof(err));
+		assert_non_null(r);
+		assert_int_equal(relstack_reader__run_count(r), 2);
+		assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
+		why = relstack_reader__run_error(r, prev_area);
+		if (!why || !strstr(why, "head +0x"))
+			fail_msg("head moved by %lld: run error \"%s\"", (long long)moves[i], why ? why : "none");
+		relstack_reader__close(r);
+	}
+	free(b);
+}
+
+static void a_wrapped_runs_head_flipped_loses_no_record_without_saying_so(void **state)
+{
+	char dir[64] = "/tmp/rs-corrupt-XXXXXX", path[128];
+	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
+	struct relstack_recorder *rec;
+	struct relstack_reader *r;
+	unsigned char *b;
+	size_t size;
+	long expect[2];
+	FILE *fp;
+	int ev;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/buf", dir);
+	o.size = 64u << 10;
+	o.objtab_capacity = 16;
+	for (unsigned run = 0; run < 2; run++) {
+		rec = relstack_recorder__open(path, &o);
+		assert_non_null(rec);
+		ev = rs_seq_define(rec);
+		for (uint64_t s = 0; s < 2000; s++) /* some 3 laps of the ring */
+			assert_int_equal(rs_seq_write(rec, ev, 0, s, (unsigned)(s % 32), NULL), 0);
+		relstack_recorder__close(rec);
+	}
+	fp = fopen(path, "rb");
+	assert_non_null(fp);
+	fseek(fp, 0, SEEK_END);
+	size = (size_t)ftell(fp);
+	rewind(fp);
+	b = malloc(size);
+	assert_int_equal(fread(b, 1, size, fp), size);
+	fclose(fp);
+	unlink(path);
+	rmdir(dir);
+	r = open_bytes(b, size, path, sizeof(path));
+	assert_non_null(r);
+	expect[0] = run_records(r, 1);
+	expect[1] = run_records(r, 2);
+	assert_true(expect[0] > 100 && expect[1] > 100);
+	relstack_reader__close(r);
+	/* head, both runs */
+	for (unsigned area = 0; area < 2; area++)
+		flip_run_head_bits(b, size, area, offsetof(struct rs_run_head, head),
+				   offsetof(struct rs_run_head, head) + 8, expect);
+	free(b);
+}
+
+static void damaged_chunk_states_cost_no_record(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	const struct rs_run_head *h = (const struct rs_run_head *)(good + f->run_offset[cur_area]);
+	struct relstack_reader *r;
+	char err[256];
+
+	/* writer bookkeeping only: the reader reads nothing from it */
+	memcpy(b, good, good_size);
+	memset(b + f->run_offset[cur_area] + h->states_offset, 0xa5, h->ring_size / RS_CHUNK * sizeof(struct rs_chunk_state));
+	r = open_bytes(b, good_size, err, sizeof(err));
+	assert_non_null(r);
+	assert_null(relstack_reader__run_error(r, cur_area));
+	assert_int_equal(verify(r, RELSTACK_RUN_CURRENT), good_records[0]);
+	relstack_reader__close(r);
+	free(b);
+}
+
+static void a_chunk_start_naming_any_other_position_costs_at_most_its_record(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	const struct rs_run_head *h = (const struct rs_run_head *)(good + f->run_offset[cur_area]);
+	struct rs_rec_head *rh = (struct rs_rec_head *)(b + f->run_offset[cur_area] + h->ring_offset);
+	/* of this run but another slot, the ring's last byte among them; the next lap; another run */
+	const uint64_t pos[] = { h->base + 8, h->base + h->ring_size - 1, h->base + h->ring_size + RS_CHUNK,
+				 h->base + h->ring_size, h->base - RS_CHUNK, UINT64_MAX };
+	char err[256];
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(pos); i++) {
+		struct relstack_reader *r;
+
+		memcpy(b, good, good_size);
+		rh->pos = pos[i];
+		r = open_bytes(b, good_size, err, sizeof(err));
+		assert_non_null(r);
+		assert_true(verify(r, RELSTACK_RUN_CURRENT) + 1 >= good_records[0]);
+		assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
+		relstack_reader__close(r);
+	}
+	free(b);
+}
+
 static void a_missing_file_and_a_foreign_file_get_distinct_codes(void **state)
 {
 	char err[256] = "";
@@ -516,6 +679,11 @@ int main(void)
 		cmocka_unit_test(each_run_clock_check_has_its_own_message),
 		cmocka_unit_test(a_damaged_clock_anchor_moves_times_never_records),
 		cmocka_unit_test(a_record_longer_than_any_record_is_damage_with_its_own_message),
+		cmocka_unit_test(a_flipped_bit_of_a_run_heads_unhashed_fields_loses_no_record_without_saying_so),
+		cmocka_unit_test(a_damaged_head_is_said_and_every_record_still_read),
+		cmocka_unit_test(a_wrapped_runs_head_flipped_loses_no_record_without_saying_so),
+		cmocka_unit_test(damaged_chunk_states_cost_no_record),
+		cmocka_unit_test(a_chunk_start_naming_any_other_position_costs_at_most_its_record),
 		cmocka_unit_test(a_missing_file_and_a_foreign_file_get_distinct_codes),
 	};
 

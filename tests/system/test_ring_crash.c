@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
+ * A writer killed while it opens: at each point of creating the file and of
+ * starting a run (the kill points of src/ring/ring.h), the file must stay
+ * one a later recorder opens, and the last run before the kill must stay
+ * whole, through that later recorder's run too.
+ *
  * A writer killed at any instant: a forked process with two writing threads
  * gets SIGKILL at a random moment, many times over.  After each kill the
  * reader must return every record whose write call returned (per thread, a
@@ -29,6 +34,8 @@
 #include <cmocka.h>
 
 #include "relstack/relstack.h"
+#include "ring/ring.h"
+#include "ring-fixture.h"
 
 #define KILLS 300
 #define WRITERS 2
@@ -39,43 +46,22 @@ struct progress {
 	_Atomic int ready;
 };
 
-struct fields {
-	uint32_t thread;
-	uint32_t n;
-	uint64_t seq;
-};
-
-static const struct relstack_event_field desc[] = {
-	{ "thread", 0, 4, RELSTACK_FIELD_UNSIGNED },
-	{ "n", 4, 4, RELSTACK_FIELD_UNSIGNED },
-	{ "seq", 8, 8, RELSTACK_FIELD_UNSIGNED },
-};
-
 static struct progress *prog;
 static struct relstack_recorder *rec;
 static int ev;
 static char paths[2][128]; /* one file per mode: a file keeps the geometry it was made with */
 static const char *path;
 
-static uint64_t payload(uint32_t thread, uint64_t seq, unsigned i)
-{
-	return ((uint64_t)thread << 60) ^ ((seq + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i << 32) ^ i;
-}
-
 static void *writer(void *arg)
 {
 	uint32_t t = (uint32_t)(uintptr_t)arg;
-	uint64_t w[48];
 
 	relstack_recorder__thread_init();
 	for (uint64_t seq = 0;; seq++) {
-		struct fields f = { t, (uint32_t)(1 + seq % 48), seq };
 		int ret;
 
-		for (unsigned i = 0; i < f.n; i++)
-			w[i] = payload(t, seq, i);
 		atomic_store(&prog->started[t], seq + 1);
-		ret = relstack_recorder__write(rec, (unsigned)ev, w, f.n, NULL, &f, sizeof(f), 0);
+		ret = rs_seq_write(rec, ev, t, seq, (unsigned)(1 + seq % 48), NULL);
 		if (ret == 0)
 			atomic_store(&prog->committed[t], seq + 1);
 		if (seq == 64)
@@ -95,7 +81,7 @@ static void child(enum relstack_recorder_mode mode)
 	rec = relstack_recorder__open(path, &o);
 	if (!rec)
 		_exit(2);
-	ev = relstack_recorder__define_event(rec, "seq", desc, 3, sizeof(struct fields));
+	ev = rs_seq_define(rec);
 	for (unsigned i = 0; i < WRITERS; i++)
 		pthread_create(&th[i], NULL, writer, (void *)(uintptr_t)i);
 	for (;;)
@@ -114,25 +100,18 @@ static void check_run(struct relstack_reader *r, enum relstack_run_which which, 
 	struct relstack_run_info info;
 	struct relstack_cursor *c;
 	struct relstack_record rec_;
-	uint64_t first[WRITERS], last[WRITERS], count[WRITERS] = { 0 }, lastpos[WRITERS] = { 0 };
+	uint64_t first[WRITERS], last[WRITERS], count[WRITERS] = { 0 }, lastpos[WRITERS] = { 0 }, seq;
+	uint32_t w;
 
 	assert_int_equal(relstack_reader__run_info(r, which, &info), 0);
 	assert_int_equal(info.state, RELSTACK_RUN_ACTIVE); /* killed, never closed */
 	assert_true(info.skipped <= WRITERS);
 	c = relstack_reader__records(r, which);
 	assert_non_null(c);
-	while (relstack_cursor__next(c, &rec_) > 0) {
-		int64_t t, n, seq;
+	while (rs_seq_next(c, &rec_, &w, &seq)) {
+		uint32_t t = w;
 
-		assert_int_equal(relstack_record__field_int(&rec_, "thread", &t), 0);
-		assert_int_equal(relstack_record__field_int(&rec_, "n", &n), 0);
-		assert_int_equal(relstack_record__field_int(&rec_, "seq", &seq), 0);
-		assert_true(t >= 0 && t < WRITERS);
-		assert_int_equal(rec_.nwords, (size_t)n);
-		for (size_t i = 0; i < rec_.nwords; i++)
-			if (rec_.words[i] != payload((uint32_t)t, (uint64_t)seq, (unsigned)i))
-				fail_msg("thread %d seq %lld word %zu: a damaged record was accepted", (int)t,
-					 (long long)seq, i);
+		assert_true(t < WRITERS);
 		if (count[t] == 0)
 			first[t] = (uint64_t)seq;
 		else if ((uint64_t)seq != last[t] + 1)
@@ -263,9 +242,147 @@ static void killed_writers_lose_no_committed_record_and_never_leave_a_partial_on
 	munmap(prog, sizeof(*prog));
 }
 
+/* ---- killed while opening ---- */
+
+/* Opens @path, writes @count records from @first and closes, unless the kill point @kill_at ends it first. */
+static void open_run(const char *file, const char *kill_at, uint64_t first, unsigned count)
+{
+	struct relstack_recorder *r;
+	int id;
+
+	rs_kill_at = kill_at;
+	r = relstack_recorder__open(file, NULL);
+	rs_kill_at = NULL;
+	if (!r)
+		fail_msg("open %s: %s", file, strerror(errno));
+	id = rs_seq_define(r);
+	for (uint64_t s = first; s < first + count; s++)
+		assert_int_equal(rs_seq_write(r, id, 0, s, (unsigned)(s % 8), NULL), 0);
+	relstack_recorder__close(r);
+}
+
+/* The same in a child that must die at @kill_at. */
+static void open_killed(const char *file, const char *kill_at)
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		open_run(file, kill_at, 1000, 1);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		fail_msg("%s: the writer was not killed there (status 0x%x)", kill_at, status);
+}
+
+/* Records first .. first + count - 1 are the whole of run @which, generation @gen. */
+static void expect_run(struct relstack_reader *r, enum relstack_run_which which, uint64_t gen, uint64_t first,
+		       unsigned count)
+{
+	struct relstack_run_info info;
+	struct relstack_cursor *c;
+	struct relstack_record rec_;
+	uint64_t next = first, seq;
+	uint32_t t;
+
+	assert_int_equal(relstack_reader__run_info(r, which, &info), 0);
+	assert_int_equal(info.generation, gen);
+	c = relstack_reader__records(r, which);
+	assert_non_null(c);
+	while (rs_seq_next(c, &rec_, &t, &seq))
+		assert_int_equal(seq, next++);
+	relstack_cursor__free(c);
+	assert_int_equal(next, first + count);
+	assert_int_equal(info.skipped, 0);
+}
+
+static void a_writer_killed_while_creating_the_file_leaves_no_file_a_recorder_refuses(void **state)
+{
+	static const char *const points[] = { "create-sized", "create-written" };
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(points); i++) {
+		struct rs_tmpfile tf;
+		struct relstack_reader *r;
+
+		rs_tmpfile_make(&tf, "crash-create");
+		open_killed(tf.path, points[i]);
+		/* the file is made aside and linked whole: a kill before that leaves no file at the path */
+		if (access(tf.path, F_OK) == 0 || errno != ENOENT)
+			fail_msg("%s: a file was left at the path", points[i]);
+		open_run(tf.path, NULL, 0, 10);
+		r = rs_seq_reader(tf.path);
+		assert_int_equal(relstack_reader__run_count(r), 1);
+		expect_run(r, RELSTACK_RUN_CURRENT, 1, 0, 10);
+		relstack_reader__close(r);
+		rs_tmpfile_remove(&tf);
+	}
+}
+
+static void a_writer_killed_while_starting_a_run_leaves_the_previous_run_whole(void **state)
+{
+	static const struct {
+		const char *point;
+		bool started; /* the new run exists (state 1) when the kill comes */
+		const char *says; /* what the reader says of the new run's area */
+	} points[] = {
+		{ "start-unhashed", false, "a run was being started here when its writer stopped" },
+		{ "start-cleared", false, "a run was being started here when its writer stopped" },
+		{ "start-written", false, "a run was being started here when its writer stopped" },
+		{ "start-hashed", false, "state 0: a run was being started here when its writer stopped" },
+		{ "start-active", true, "object table image not written" },
+		{ "open-schemas", true, "object table image not written" },
+		{ "open-objtab", true, "object table image not written" },
+	};
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(points); i++) {
+		struct rs_tmpfile tf;
+		struct relstack_reader *r;
+		const char *err;
+
+		rs_tmpfile_make(&tf, "crash-start");
+		open_run(tf.path, NULL, 0, 10);   /* generation 1, area 0 */
+		open_run(tf.path, NULL, 100, 12); /* generation 2, area 1: the run that must survive */
+		open_killed(tf.path, points[i].point); /* into area 0 */
+
+		r = rs_seq_reader(tf.path);
+		err = relstack_reader__run_error(r, 0);
+		if (!err || !strstr(err, points[i].says))
+			fail_msg("%s: run area 0 says \"%s\", expected \"%s\"", points[i].point, err ? err : "nothing",
+				 points[i].says);
+		if (points[i].started) {
+			/* an empty current run, never the object table of the run it replaced */
+			assert_int_equal(relstack_reader__run_count(r), 2);
+			expect_run(r, RELSTACK_RUN_CURRENT, 3, 0, 0);
+			assert_int_equal(relstack_reader__object_count(r, RELSTACK_RUN_CURRENT), 0);
+			expect_run(r, RELSTACK_RUN_PREVIOUS, 2, 100, 12);
+		} else {
+			assert_int_equal(relstack_reader__run_count(r), 1);
+			expect_run(r, RELSTACK_RUN_CURRENT, 2, 100, 12);
+		}
+		relstack_reader__close(r);
+
+		/* the next recorder starts its run where the killed one was: generation 2 stays the previous run */
+		open_run(tf.path, NULL, 200, 5);
+		r = rs_seq_reader(tf.path);
+		assert_int_equal(relstack_reader__run_count(r), 2);
+		expect_run(r, RELSTACK_RUN_CURRENT, points[i].started ? 4 : 3, 200, 5);
+		if (points[i].started)
+			expect_run(r, RELSTACK_RUN_PREVIOUS, 3, 0, 0);
+		else
+			expect_run(r, RELSTACK_RUN_PREVIOUS, 2, 100, 12);
+		assert_null(relstack_reader__run_error(r, points[i].started ? 1 : 0)); /* the area the next run took */
+		relstack_reader__close(r);
+		rs_tmpfile_remove(&tf);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_writer_killed_while_creating_the_file_leaves_no_file_a_recorder_refuses),
+		cmocka_unit_test(a_writer_killed_while_starting_a_run_leaves_the_previous_run_whole),
 		cmocka_unit_test(killed_writers_lose_no_committed_record_and_never_leave_a_partial_one_readable),
 	};
 

@@ -2,6 +2,7 @@
 /* The buffer file: records, modes, runs, schemas, partial records, file creation. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,47 +20,21 @@
 #include "relstack/relstack.h"
 #include "ring/recorder-local.h"
 #include "ring/ring.h"
+#include "ring-fixture.h"
 
-static char dir[64];
-static char path[128];
+static struct rs_tmpfile tf;
+static const char *path = tf.path;
 
 static int setup(void **state)
 {
-	strcpy(dir, "/tmp/rs-ring-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/buf", dir);
+	rs_tmpfile_make(&tf, "ring");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	char p[160];
-
-	unlink(path);
-	snprintf(p, sizeof(p), "%s/link", dir);
-	unlink(p);
-	snprintf(p, sizeof(p), "%s/other", dir);
-	unlink(p);
-	rmdir(dir);
+	rs_tmpfile_remove(&tf);
 	return 0;
-}
-
-struct seq_fields {
-	uint32_t thread;
-	uint32_t n;
-	uint64_t seq;
-};
-
-static const struct relstack_event_field seq_desc[] = {
-	{ "thread", 0, 4, RELSTACK_FIELD_UNSIGNED },
-	{ "n", 4, 4, RELSTACK_FIELD_UNSIGNED },
-	{ "seq", 8, 8, RELSTACK_FIELD_UNSIGNED },
-};
-
-static uint64_t payload(uint64_t seq, unsigned i)
-{
-	return (seq + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)i * 0x100000001b3ull;
 }
 
 static struct relstack_recorder *open_rec(enum relstack_recorder_mode mode, uint64_t size, unsigned flags)
@@ -75,29 +50,15 @@ static struct relstack_recorder *open_rec(enum relstack_recorder_mode mode, uint
 	return rec;
 }
 
+/* Record @seq with @n words and a verdict of its own (seq & 3), so that verdicts read back are checked too. */
 static int write_seq(struct relstack_recorder *rec, int ev, uint64_t seq, unsigned n)
 {
-	uint64_t w[64];
-	struct seq_fields f = { 0, n, seq };
 	struct relstack_verdict v = { .reasons = (uint32_t)seq & 3, .frames = n, .epoch = 1 };
 
-	for (unsigned i = 0; i < n; i++)
-		w[i] = payload(seq, i);
-	return relstack_recorder__write(rec, (unsigned)ev, w, n, &v, &f, sizeof(f), 0);
+	return rs_seq_write(rec, ev, 0, seq, n, &v);
 }
 
-static struct relstack_reader *open_reader(void)
-{
-	char err[256] = "";
-	struct relstack_reader_opts o = { .sz = sizeof(o), .errbuf = err, .errbuf_sz = sizeof(err) };
-	struct relstack_reader *r = relstack_reader__open(path, &o);
-
-	if (!r)
-		fail_msg("reader: %s", err);
-	return r;
-}
-
-/* Checks every record of a run against payload(); returns how many, fills first/last seq. */
+/* Checks every record of a run; returns how many, fills first/last seq. */
 static size_t verify_run(struct relstack_reader *r, enum relstack_run_which which, uint64_t *first, uint64_t *last)
 {
 	struct relstack_cursor *c = relstack_reader__records(r, which);
@@ -106,20 +67,16 @@ static size_t verify_run(struct relstack_reader *r, enum relstack_run_which whic
 
 	assert_non_null(c);
 	while (relstack_cursor__next(c, &rec) > 0) {
-		int64_t seq, cnt;
+		uint32_t t;
+		uint64_t seq;
 
-		assert_string_equal(rec.event_name, "seq");
-		assert_int_equal(relstack_record__field_int(&rec, "seq", &seq), 0);
-		assert_int_equal(relstack_record__field_int(&rec, "n", &cnt), 0);
-		assert_int_equal(rec.nwords, (size_t)cnt);
+		rs_seq_check(&rec, &t, &seq);
 		assert_int_equal(rec.reasons, (uint32_t)seq & 3);
-		for (size_t i = 0; i < rec.nwords; i++)
-			assert_true(rec.words[i] == payload((uint64_t)seq, (unsigned)i));
 		if (n == 0)
-			*first = (uint64_t)seq;
+			*first = seq;
 		else
-			assert_int_equal((uint64_t)seq, *last + 1);
-		*last = (uint64_t)seq;
+			assert_int_equal(seq, *last + 1);
+		*last = seq;
 		n++;
 	}
 	relstack_cursor__free(c);
@@ -129,7 +86,7 @@ static size_t verify_run(struct relstack_reader *r, enum relstack_run_which whic
 static void records_come_back_with_words_fields_tid_and_event_name(void **state)
 {
 	struct relstack_recorder *rec = open_rec(RELSTACK_MODE_OVERWRITE, 0, 0);
-	int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+	int ev = rs_seq_define(rec);
 	struct relstack_reader *r;
 	struct relstack_run_info info;
 	struct relstack_cursor *c;
@@ -141,7 +98,7 @@ static void records_come_back_with_words_fields_tid_and_event_name(void **state)
 		assert_int_equal(write_seq(rec, ev, s, (unsigned)(s % 40)), 0);
 	assert_int_equal(relstack_recorder__close(rec), 0);
 
-	r = open_reader();
+	r = rs_seq_reader(path);
 	assert_int_equal(relstack_reader__run_count(r), 1);
 	assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
 	assert_int_equal(info.state, RELSTACK_RUN_CLOSED);
@@ -173,7 +130,19 @@ __attribute__((noinline)) static int record_here(struct relstack_recorder *rec)
 	return ret;
 }
 
-static void recorded_stack_is_relative_and_checks_against_the_runs_object_table(void **state)
+/*
+ * A thread whose stack the unwinder knows (registered), running only code
+ * built with frame pointers down to the thread's start: its stack can be
+ * proven whole.
+ */
+static void *record_on_registered_thread(void *arg)
+{
+	assert_int_equal(relstack_recorder__thread_init(), 0);
+	assert_int_equal(record_here(arg), 0);
+	return arg;
+}
+
+static void recorded_stack_is_relative_reliable_and_checks_against_the_runs_object_table(void **state)
 {
 	struct relstack_recorder *rec = open_rec(RELSTACK_MODE_OVERWRITE, 0, 0);
 	struct relstack_reader *r;
@@ -182,10 +151,12 @@ static void recorded_stack_is_relative_and_checks_against_the_runs_object_table(
 	struct relstack_entry e;
 	struct relstack_object obj;
 	uint64_t load = 1;
+	pthread_t t;
 
-	assert_int_equal(record_here(rec), 0);
+	assert_int_equal(pthread_create(&t, NULL, record_on_registered_thread, rec), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
 	relstack_recorder__close(rec);
-	r = open_reader();
+	r = rs_seq_reader(path);
 	assert_false(relstack_reader__has_addresses(r));
 	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
 	assert_int_equal(relstack_cursor__next(c, &out), 1);
@@ -194,6 +165,10 @@ static void recorded_stack_is_relative_and_checks_against_the_runs_object_table(
 	assert_false(out.absolute);
 	assert_true(out.nwords >= 2);
 	assert_true(out.epoch >= 1);
+	/* reliable, and so it ends with END */
+	if (out.reasons != 0)
+		fail_msg("verdict 0x%x: the stack of a registered thread with frame pointers is not reliable", out.reasons);
+	assert_true(out.words[out.nwords - 1] == relstack_word_marker(relstack_reader__format(r), RELSTACK_MARKER_END));
 	/* the first frame is record_here() in the main executable, and it checks out */
 	relstack_word_decode(relstack_reader__format(r), out.words[0], &e);
 	assert_int_equal(e.kind, RELSTACK_ENTRY_OBJECT);
@@ -203,9 +178,6 @@ static void recorded_stack_is_relative_and_checks_against_the_runs_object_table(
 	assert_int_equal(relstack_reader__object(r, RELSTACK_RUN_CURRENT, 0, &obj, &load, NULL), 0);
 	assert_true(obj.flags & RELSTACK_OBJECT_MAIN);
 	assert_int_equal(load, 0);
-	if (out.reasons == 0)
-		assert_true(out.words[out.nwords - 1] == relstack_word_marker(relstack_reader__format(r),
-									       RELSTACK_MARKER_END));
 	relstack_cursor__free(c);
 	relstack_reader__close(r);
 }
@@ -222,7 +194,7 @@ static void absolute_stacks_need_the_option_and_then_the_file_says_it_holds_addr
 
 	assert_int_equal(relstack_recorder__record(rec, 0, NULL, 0, RELSTACK_RECORD_ABSOLUTE), -EPERM);
 	relstack_recorder__close(rec);
-	r = open_reader();
+	r = rs_seq_reader(path);
 	assert_false(relstack_reader__has_addresses(r));
 	assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
 	assert_int_equal(info.lost, 1);
@@ -232,7 +204,7 @@ static void absolute_stacks_need_the_option_and_then_the_file_says_it_holds_addr
 	assert_int_equal(relstack_recorder__record(rec, 0, NULL, 0, RELSTACK_RECORD_ABSOLUTE), 0);
 	assert_int_equal(relstack_recorder__record(rec, 0, NULL, 0, 0), 0);
 	relstack_recorder__close(rec);
-	r = open_reader();
+	r = rs_seq_reader(path);
 	assert_true(relstack_reader__has_addresses(r));
 	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
 	assert_int_equal(relstack_cursor__next(c, &out), 1);
@@ -248,7 +220,7 @@ static void absolute_stacks_need_the_option_and_then_the_file_says_it_holds_addr
 static void overwrite_mode_keeps_the_newest_records_and_counts_the_overwritten(void **state)
 {
 	struct relstack_recorder *rec = open_rec(RELSTACK_MODE_OVERWRITE, 64 << 10, 0);
-	int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+	int ev = rs_seq_define(rec);
 	struct relstack_reader *r;
 	struct relstack_run_info info;
 	uint64_t first = 0, last = 0;
@@ -257,7 +229,7 @@ static void overwrite_mode_keeps_the_newest_records_and_counts_the_overwritten(v
 	for (uint64_t s = 0; s < 5000; s++)
 		assert_int_equal(write_seq(rec, ev, s, 20), 0);
 	relstack_recorder__close(rec);
-	r = open_reader();
+	r = rs_seq_reader(path);
 	n = verify_run(r, RELSTACK_RUN_CURRENT, &first, &last);
 	assert_int_equal(last, 4999);
 	assert_true(first > 0);
@@ -275,7 +247,7 @@ static void overwrite_mode_keeps_the_newest_records_and_counts_the_overwritten(v
 static void stop_mode_keeps_the_oldest_records_and_counts_the_lost(void **state)
 {
 	struct relstack_recorder *rec = open_rec(RELSTACK_MODE_STOP, 64 << 10, 0);
-	int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+	int ev = rs_seq_define(rec);
 	struct relstack_reader *r;
 	struct relstack_run_info info;
 	uint64_t first = 0, last = 0;
@@ -291,7 +263,7 @@ static void stop_mode_keeps_the_oldest_records_and_counts_the_lost(void **state)
 			assert_int_equal(ret, 0);
 	}
 	relstack_recorder__close(rec);
-	r = open_reader();
+	r = rs_seq_reader(path);
 	n = verify_run(r, RELSTACK_RUN_CURRENT, &first, &last);
 	assert_int_equal(first, 0);
 	assert_int_equal(n, 5000 - refused);
@@ -310,7 +282,7 @@ static void a_new_run_keeps_the_previous_run_decodable_and_drops_the_one_before(
 
 	for (unsigned run = 0; run < 3; run++) {
 		struct relstack_recorder *rec = open_rec(RELSTACK_MODE_OVERWRITE, 0, 0);
-		int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+		int ev = rs_seq_define(rec);
 
 		for (uint64_t s = 0; s < 10; s++)
 			assert_int_equal(write_seq(rec, ev, run * 1000 + s, 5), 0);
@@ -318,7 +290,7 @@ static void a_new_run_keeps_the_previous_run_decodable_and_drops_the_one_before(
 			relstack_recorder__close(rec);
 		else {
 			/* the third run is still open (or its writer died): the reader sees both */
-			r = open_reader();
+			r = rs_seq_reader(path);
 			assert_int_equal(relstack_reader__run_count(r), 2);
 			assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &cur), 0);
 			assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_PREVIOUS, &prev), 0);
@@ -351,16 +323,16 @@ static void a_partial_record_is_skipped_and_counted_never_returned(void **state)
 		assert_true(pid >= 0);
 		if (pid == 0) {
 			struct relstack_recorder *rec = relstack_recorder__open(path, NULL);
-			int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+			int ev = rs_seq_define(rec);
 			uint64_t w[8];
-			struct seq_fields f = { 0, 8, 5 };
+			struct rs_seq_fields f = { 0, 8, 5 };
 			struct rs_rec_in in = { .kind = RS_REC_STACK_REL, .event_id = (uint16_t)ev, .words = w,
 						.nwords = 8, .fields = &f, .fields_size = sizeof(f) };
 
 			for (uint64_t s = 0; s < 5; s++)
 				write_seq(rec, ev, s, 8);
 			for (unsigned i = 0; i < 8; i++)
-				w[i] = payload(5, i);
+				w[i] = rs_seq_payload(0, 5, i);
 			rs_ring_write_partial(&rec->ring, &in, stage);
 			write_seq(rec, ev, 6, 8);
 			kill(getpid(), SIGKILL);
@@ -369,7 +341,7 @@ static void a_partial_record_is_skipped_and_counted_never_returned(void **state)
 		assert_int_equal(waitpid(pid, &status, 0), pid);
 		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 		{
-			struct relstack_reader *r = open_reader();
+			struct relstack_reader *r = rs_seq_reader(path);
 			struct relstack_run_info info;
 			struct relstack_cursor *c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
 			struct relstack_record rec;
@@ -400,7 +372,7 @@ static void event_schemas_are_stored_checked_and_decoded_by_name(void **state)
 	static const struct relstack_event_field odd[] = { { "x", 0, 3, RELSTACK_FIELD_SIGNED } };
 	static const struct relstack_event_field sig[] = { { "v", 0, 2, RELSTACK_FIELD_SIGNED },
 							   { "name", 2, 6, RELSTACK_FIELD_STRING } };
-	int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+	int ev = rs_seq_define(rec);
 	int ev2 = relstack_recorder__define_event(rec, "small", sig, 2, 8);
 	unsigned char f2[8] = { 0xfe, 0xff, 'a', 'b', 0, 0, 0, 0 };
 	struct relstack_reader *r;
@@ -409,8 +381,8 @@ static void event_schemas_are_stored_checked_and_decoded_by_name(void **state)
 	struct relstack_record out;
 	int64_t v;
 
-	assert_int_equal(relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields)), ev);
-	assert_int_equal(relstack_recorder__define_event(rec, "seq", seq_desc, 2, sizeof(struct seq_fields)), -EEXIST);
+	assert_int_equal(rs_seq_define(rec), ev);
+	assert_int_equal(relstack_recorder__define_event(rec, "seq", sig, 1, sizeof(struct rs_seq_fields)), -EEXIST);
 	assert_int_equal(relstack_recorder__define_event(rec, "bad", bad, 1, 8), -EINVAL);
 	assert_int_equal(relstack_recorder__define_event(rec, "odd", odd, 1, 8), -EINVAL);
 	assert_int_equal(relstack_recorder__define_event(rec, "with space", NULL, 0, 0), -EINVAL);
@@ -419,7 +391,7 @@ static void event_schemas_are_stored_checked_and_decoded_by_name(void **state)
 	assert_int_equal(relstack_recorder__record(rec, (unsigned)ev2, f2, 8, RELSTACK_RECORD_NO_STACK), 0);
 	relstack_recorder__close(rec);
 
-	r = open_reader();
+	r = rs_seq_reader(path);
 	assert_int_equal(relstack_reader__schema_count(r, RELSTACK_RUN_CURRENT), 4);
 	s = relstack_reader__schema_by_id(r, RELSTACK_RUN_CURRENT, RELSTACK_EVENT_CRASH);
 	assert_string_equal(s->name, "crash");
@@ -454,12 +426,12 @@ static void new_files_are_0600_and_symlinks_and_foreign_files_are_refused(void *
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 
-	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(link, sizeof(link), "%s/link", tf.dir);
 	assert_int_equal(symlink(path, link), 0);
 	assert_null(relstack_recorder__open(link, NULL));
 	assert_int_equal(errno, ELOOP);
 
-	snprintf(other, sizeof(other), "%s/other", dir);
+	snprintf(other, sizeof(other), "%s/other", tf.dir);
 	fd = open(other, O_CREAT | O_WRONLY, 0644);
 	assert_int_equal(write(fd, "precious data, not a buffer", 27), 27);
 	close(fd);
@@ -496,7 +468,7 @@ static void options_of_a_newer_caller_are_refused_unless_zero(void **state)
 static void a_forked_child_records_into_the_same_run_with_its_own_thread_id(void **state)
 {
 	struct relstack_recorder *rec = open_rec(RELSTACK_MODE_OVERWRITE, 0, 0);
-	int ev = relstack_recorder__define_event(rec, "seq", seq_desc, 3, sizeof(struct seq_fields));
+	int ev = rs_seq_define(rec);
 	struct relstack_reader *r;
 	struct relstack_cursor *c;
 	struct relstack_record out;
@@ -520,7 +492,7 @@ static void a_forked_child_records_into_the_same_run_with_its_own_thread_id(void
 		assert_int_equal(write_seq(rec, ev, s, 8), 0);
 	relstack_recorder__close(rec);
 
-	r = open_reader();
+	r = rs_seq_reader(path);
 	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
 	while (relstack_cursor__next(c, &out) > 0) {
 		int64_t seq;
@@ -529,7 +501,7 @@ static void a_forked_child_records_into_the_same_run_with_its_own_thread_id(void
 		assert_true(seq >= 0 && seq < 30 && !(seen & 1u << seq));
 		seen |= 1u << seq;
 		for (size_t i = 0; i < out.nwords; i++)
-			assert_true(out.words[i] == payload((uint64_t)seq, (unsigned)i));
+			assert_true(out.words[i] == rs_seq_payload(0, (uint64_t)seq, (unsigned)i));
 		if (seq >= 10 && seq < 20)
 			child_tid = out.tid;
 		else
@@ -545,7 +517,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(records_come_back_with_words_fields_tid_and_event_name, setup, teardown),
-		cmocka_unit_test_setup_teardown(recorded_stack_is_relative_and_checks_against_the_runs_object_table,
+		cmocka_unit_test_setup_teardown(recorded_stack_is_relative_reliable_and_checks_against_the_runs_object_table,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			absolute_stacks_need_the_option_and_then_the_file_says_it_holds_addresses, setup, teardown),

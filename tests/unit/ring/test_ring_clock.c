@@ -14,23 +14,20 @@
 #include "relstack/relstack.h"
 #include "ring/recorder-local.h"
 #include "ring/ring.h"
+#include "ring-fixture.h"
 
-static char dir[64];
-static char path[128];
+static struct rs_tmpfile tf;
+static const char *path = tf.path;
 
 static int setup(void **state)
 {
-	strcpy(dir, "/tmp/rs-clock-XXXXXX");
-	if (!mkdtemp(dir))
-		return -1;
-	snprintf(path, sizeof(path), "%s/buf", dir);
+	rs_tmpfile_make(&tf, "clock");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	unlink(path);
-	rmdir(dir);
+	rs_tmpfile_remove(&tf);
 	rs_clock_no_tsc = false;
 	return 0;
 }

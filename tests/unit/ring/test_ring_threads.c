@@ -16,11 +16,12 @@
 #include <cmocka.h>
 
 #include "relstack/relstack.h"
+#include "ring-fixture.h"
 
 #define THREADS 4
 #define PER_THREAD 20000
 
-static char dir[64], path[128];
+static struct rs_tmpfile tf;
 static struct relstack_recorder *rec;
 static int ev;
 static _Atomic unsigned handled;
@@ -29,32 +30,11 @@ static _Atomic bool stop;
 #define MAX_HANDLED 1000000
 static bool seen[THREADS][MAX_HANDLED];
 
-struct f {
-	uint32_t thread;
-	uint32_t from_handler;
-	uint64_t seq;
-};
-
-static const struct relstack_event_field fdesc[] = {
-	{ "thread", 0, 4, RELSTACK_FIELD_UNSIGNED },
-	{ "from_handler", 4, 4, RELSTACK_FIELD_UNSIGNED },
-	{ "seq", 8, 8, RELSTACK_FIELD_UNSIGNED },
-};
-
-static uint64_t payload(uint64_t thread, uint64_t seq, unsigned i)
-{
-	return (thread << 56) ^ (seq * 0x9e3779b97f4a7c15ull) ^ i;
-}
+#define FROM_HANDLER 0x100u /* in a record's writer number: written by the signal handler on that thread */
 
 static int put(uint32_t thread, uint32_t from_handler, uint64_t seq)
 {
-	uint64_t w[16];
-	struct f f = { thread, from_handler, seq };
-	unsigned n = 1 + (unsigned)(seq % 16);
-
-	for (unsigned i = 0; i < n; i++)
-		w[i] = payload(thread | (uint64_t)from_handler << 4, seq, i);
-	return relstack_recorder__write(rec, (unsigned)ev, w, n, NULL, &f, sizeof(f), 0);
+	return rs_seq_write(rec, ev, thread | (from_handler ? FROM_HANDLER : 0), seq, 1 + (unsigned)(seq % 16), NULL);
 }
 
 static __thread uint32_t my_thread = UINT32_MAX; /* set once the writer runs */
@@ -100,13 +80,11 @@ static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **
 	uint64_t next[THREADS] = { 0 }, hnext[THREADS] = { 0 }, nh = 0;
 	pthread_t sig;
 
-	strcpy(dir, "/tmp/rs-ringt-XXXXXX");
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/buf", dir);
+	rs_tmpfile_make(&tf, "ringt");
 	o.size = 64u << 20; /* big enough that nothing is overwritten */
-	rec = relstack_recorder__open(path, &o);
+	rec = relstack_recorder__open(tf.path, &o);
 	assert_non_null(rec);
-	ev = relstack_recorder__define_event(rec, "t", fdesc, 3, sizeof(struct f));
+	ev = rs_seq_define(rec);
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
@@ -120,34 +98,34 @@ static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **
 	signal(SIGUSR1, SIG_IGN);
 	assert_int_equal(relstack_recorder__close(rec), 0);
 
-	r = relstack_reader__open(path, &ro);
+	r = relstack_reader__open(tf.path, &ro);
 	assert_non_null(r);
 	assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
 	assert_int_equal(info.skipped, 0);
 	assert_int_equal(info.lost, 0);
 	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
 	while (relstack_cursor__next(c, &out) > 0) {
-		int64_t t, h, s;
+		uint32_t t;
+		uint64_t s;
+		bool h;
 
-		relstack_record__field_int(&out, "thread", &t);
-		relstack_record__field_int(&out, "from_handler", &h);
-		relstack_record__field_int(&out, "seq", &s);
-		assert_true(t >= 0 && t < THREADS);
-		for (size_t i = 0; i < out.nwords; i++)
-			assert_true(out.words[i] == payload((uint64_t)t | (uint64_t)h << 4, (uint64_t)s, (unsigned)i));
+		rs_seq_check(&out, &t, &s);
+		h = t & FROM_HANDLER;
+		t &= ~FROM_HANDLER;
+		assert_true(t < THREADS);
 		/*
 		 * Per thread, records are in order: positions grow with each record.  Not
 		 * so for the handler's: one that interrupted a record of its thread went
 		 * into a chunk of its own, ahead of the thread's chunk.
 		 */
 		if (h) {
-			assert_true(s >= 0 && (uint64_t)s < MAX_HANDLED);
+			assert_true(s < MAX_HANDLED);
 			assert_false(seen[t][s]);
 			seen[t][s] = true;
 			hnext[t]++;
 			nh++;
 		} else {
-			assert_int_equal((uint64_t)s, next[t]);
+			assert_int_equal(s, next[t]);
 			next[t]++;
 		}
 	}
@@ -160,8 +138,7 @@ static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **
 	assert_int_equal(info.records, THREADS * PER_THREAD + nh);
 	relstack_cursor__free(c);
 	relstack_reader__close(r);
-	unlink(path);
-	rmdir(dir);
+	rs_tmpfile_remove(&tf);
 }
 
 int main(void)

@@ -2,19 +2,25 @@
 /*
  * The reader: a buffer file, validated from the outside in.
  *
- * The file is copied into memory first, so nothing changes under the
- * checks (a live writer, a file truncated while mapped).  Then, in order:
+ * Each part is copied into memory of its own before it is checked, so
+ * nothing changes under the checks (a live writer, a file truncated
+ * while read), and only the parts the reader checks and keeps are read.
+ * Then, in order:
  *
  *   1  the file head: magic, version, size, checksum, format descriptor,
- *      geometry, and the file's real size against the geometry;
- *   2  each run head: magic, checksum, version, generation, state, mode,
+ *      geometry, and the file's real size against the geometry
+ *      (rs_file_head_check(), which the recorder runs too);
+ *   2  each run head: magic, checksum, state, version, generation, mode,
  *      then every offset and size of the run's parts, each against the
- *      area and against the parts before it;
+ *      area and against the parts before it (rs_run_head_check(), by
+ *      which the recorder also decides which area holds a run); the
+ *      dynamic part's fields no record depends on are said, not fatal;
  *   3  the run's object table image (rs_objtab_image_check; its records
  *      are checked one by one when used) and its schemas, one by one;
- *   4  the ring: every record, from the oldest position the run can
- *      still hold to `head` (ring-write.c explains the steps A..D a
- *      record head reflects).  A record is accepted only if its pos is
+ *   4  the ring: `head` against the records (it has no checksum:
+ *      scan_window()), then every record, from the oldest position the
+ *      run can still hold to head (ring-write.c explains the steps A..D
+ *      a record head reflects).  A record is accepted only if its pos is
  *      its own position (B happened), its commit is not 0 (D happened)
  *      and equals the checksum, and its body fits its length.
  *
@@ -53,9 +59,8 @@ struct run_view {
 	unsigned area;
 	struct rs_run_head h;
 	uint32_t key[RS_NH_KEYS];     /* the run's record checksum key */
-	const unsigned char *mem;     /* the run area */
-	const unsigned char *ring;
-	const unsigned char *objtab;
+	unsigned char *ring;          /* copies of the run's ring and object table image */
+	unsigned char *objtab;
 	size_t objtab_size;
 	unsigned objtab_cap;          /* 0: image damaged */
 	struct relstack_schema schema[RS_SCHEMAS];
@@ -68,8 +73,6 @@ struct run_view {
 };
 
 struct relstack_reader {
-	unsigned char *mem;
-	size_t size;
 	struct rs_file_head fh;
 	struct rs_run_head layout;    /* the parts of a run, as the file head's geometry makes them */
 	struct run_view run[RS_RUNS];
@@ -105,97 +108,90 @@ static void say(const struct relstack_reader_opts *o, const char *name, const ch
 
 /* ---- 1: the file head ---- */
 
-static int check_file(struct relstack_reader *r, const struct relstack_reader_opts *o, const char *name)
+static int head_fail(char *msg, size_t msgsz, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int head_fail(char *msg, size_t msgsz, int code, const char *fmt, ...)
 {
-	const struct rs_file_head *f = &r->fh;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, msgsz, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/*
+ * The one check of a file head, for the reader and the recorder alike.
+ * @mem holds the first min(@file_bytes, sizeof(*f)) bytes of a file of
+ * @file_bytes bytes.  Fills *f and the run geometry *layout; returns 0 or
+ * -RELSTACK_E* with "offset 0x...: field: problem" in @msg.
+ */
+int rs_file_head_check(const void *mem, uint64_t file_bytes, struct rs_file_head *f, struct rs_run_head *layout,
+		       char *msg, size_t msgsz)
+{
 	const char *field;
 	uint64_t area;
 
-	if (r->size < 8 || memcmp(r->mem, RS_FILE_MAGIC, 8) != 0) {
-		say(o, name, "offset 0x0 (magic): not a relstack buffer file");
-		return -RELSTACK_EMAGIC;
-	}
-	if (r->size < sizeof(*f)) {
-		say(o, name, "offset 0x%zx: file ends inside the %zu-byte file head", r->size, sizeof(*f));
-		return -RELSTACK_ETRUNCATED;
-	}
-	memcpy(&r->fh, r->mem, sizeof(r->fh));
-	if (f->version != RS_FILE_VERSION) {
-		say(o, name, "offset 0x8 (version): version %u, this reader reads version %u", f->version,
-		    RS_FILE_VERSION);
-		return -RELSTACK_EVERSION;
-	}
-	if (f->head_size != sizeof(*f)) {
-		say(o, name, "offset 0xc (head_size): %u, expected %zu", f->head_size, sizeof(*f));
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash))) {
-		say(o, name, "offset 0x80 (head_hash): file head checksum mismatch");
-		return -RELSTACK_ECORRUPT;
-	}
-	if (relstack_format__validate(&f->format, &field) < 0) {
-		say(o, name, "offset 0x10 (format descriptor): %s", field ? field : "invalid");
-		return -RELSTACK_EFORMAT;
-	}
-	if (f->format.byte_order != RELSTACK_LITTLE_ENDIAN) {
-		say(o, name, "offset 0x11 (format.byte_order): big-endian buffers are not read");
-		return -RELSTACK_EFORMAT;
-	}
-	if (f->runs != RS_RUNS) {
-		say(o, name, "offset 0x50 (runs): %u, expected %u", f->runs, RS_RUNS);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->ring_size < RS_CHUNK || f->ring_size > RS_MAX_RING || (f->ring_size & (f->ring_size - 1))) {
-		say(o, name, "offset 0x78 (ring_size): %llu is not a power of two in [%u, 1 GiB]",
-		    (unsigned long long)f->ring_size, RS_CHUNK);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS) {
-		say(o, name, "offset 0x54 (objtab_capacity): %u is not in [1, %u]", f->objtab_capacity,
-		    RS_OBJTAB_SLOTS);
-		return -RELSTACK_ECORRUPT;
-	}
-	rs_run_layout(f->ring_size, f->objtab_capacity, &r->layout, &area);
-	if (f->run_area_size != area) {
-		say(o, name, "offset 0x58 (run_area_size): %llu, the ring and object table make %llu",
-		    (unsigned long long)f->run_area_size, (unsigned long long)area);
-		return -RELSTACK_ECORRUPT;
-	}
-	for (unsigned i = 0; i < RS_RUNS; i++) {
-		if (f->run_offset[i] != RS_BLOCK + i * f->run_area_size) {
-			say(o, name, "offset 0x%zx (run_offset[%u]): 0x%llx, expected 0x%llx",
-			    offsetof(struct rs_file_head, run_offset) + 8 * i, i,
-			    (unsigned long long)f->run_offset[i],
-			    (unsigned long long)(RS_BLOCK + i * f->run_area_size));
-			return -RELSTACK_ECORRUPT;
-		}
-	}
-	if (f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size) {
-		say(o, name, "offset 0x70 (file_size): %llu does not match the run areas",
-		    (unsigned long long)f->file_size);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (f->flags & ~RS_FILE_ADDRESSES) {
-		say(o, name, "offset 0x84 (flags): unknown flags 0x%x", f->flags);
-		return -RELSTACK_ECORRUPT;
-	}
-	if (r->size < f->file_size) {
-		say(o, name, "file is %zu bytes, its head says %llu: truncated", r->size,
-		    (unsigned long long)f->file_size);
-		return -RELSTACK_ETRUNCATED;
-	}
+	if (file_bytes < 8 || memcmp(mem, RS_FILE_MAGIC, 8) != 0)
+		return head_fail(msg, msgsz, -RELSTACK_EMAGIC, "offset 0x0 (magic): not a relstack buffer file");
+	if (file_bytes < sizeof(*f))
+		return head_fail(msg, msgsz, -RELSTACK_ETRUNCATED, "offset 0x%llx: file ends inside the %zu-byte file head",
+				 (unsigned long long)file_bytes, sizeof(*f));
+	memcpy(f, mem, sizeof(*f));
+	if (f->version != RS_FILE_VERSION)
+		return head_fail(msg, msgsz, -RELSTACK_EVERSION,
+				 "offset 0x8 (version): version %u, this reader reads version %u", f->version,
+				 RS_FILE_VERSION);
+	if (f->head_size != sizeof(*f))
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0xc (head_size): %u, expected %zu",
+				 f->head_size, sizeof(*f));
+	if (f->head_hash != rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash)))
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x80 (head_hash): file head checksum mismatch");
+	if (relstack_format__validate(&f->format, &field) < 0)
+		return head_fail(msg, msgsz, -RELSTACK_EFORMAT, "offset 0x10 (format descriptor): %s",
+				 field ? field : "invalid");
+	if (f->format.byte_order != RELSTACK_LITTLE_ENDIAN)
+		return head_fail(msg, msgsz, -RELSTACK_EFORMAT,
+				 "offset 0x11 (format.byte_order): big-endian buffers are not read");
+	if (f->runs != RS_RUNS)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x50 (runs): %u, expected %u", f->runs, RS_RUNS);
+	if (f->ring_size < RS_MIN_RING || f->ring_size > RS_MAX_RING || (f->ring_size & (f->ring_size - 1)))
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT,
+				 "offset 0x78 (ring_size): %llu is not a power of two in [%u KiB, 1 GiB]",
+				 (unsigned long long)f->ring_size, RS_MIN_RING >> 10);
+	if (f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x54 (objtab_capacity): %u is not in [1, %u]",
+				 f->objtab_capacity, RS_OBJTAB_SLOTS);
+	rs_run_layout(f->ring_size, f->objtab_capacity, layout, &area);
+	if (f->run_area_size != area)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT,
+				 "offset 0x58 (run_area_size): %llu, the ring and object table make %llu",
+				 (unsigned long long)f->run_area_size, (unsigned long long)area);
+	for (unsigned i = 0; i < RS_RUNS; i++)
+		if (f->run_offset[i] != RS_BLOCK + i * f->run_area_size)
+			return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x%zx (run_offset[%u]): 0x%llx, expected 0x%llx",
+					 offsetof(struct rs_file_head, run_offset) + 8 * i, i,
+					 (unsigned long long)f->run_offset[i],
+					 (unsigned long long)(RS_BLOCK + i * f->run_area_size));
+	if (f->file_size != RS_BLOCK + RS_RUNS * f->run_area_size)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x70 (file_size): %llu does not match the run areas",
+				 (unsigned long long)f->file_size);
+	if (f->flags & ~RS_FILE_ADDRESSES)
+		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x84 (flags): unknown flags 0x%x", f->flags);
+	if (file_bytes < f->file_size)
+		return head_fail(msg, msgsz, -RELSTACK_ETRUNCATED, "file is %llu bytes, its head says %llu: truncated",
+				 (unsigned long long)file_bytes, (unsigned long long)f->file_size);
 	return 0;
 }
 
 /* ---- 2: run heads ---- */
 
-#define RUN_FAIL(v, off, ...)                                                         \
-	do {                                                                          \
-		int n_ = snprintf((v)->err, sizeof((v)->err), "run area %u, offset 0x%llx: ", \
-				  (v)->area, (unsigned long long)(off));              \
-		if (n_ > 0 && (size_t)n_ < sizeof((v)->err))                          \
-			snprintf((v)->err + n_, sizeof((v)->err) - (size_t)n_, __VA_ARGS__); \
-		return false;                                                         \
+#define RUN_FAIL(off, ...)                                                                      \
+	do {                                                                                    \
+		int n_ = snprintf(err, errsz, "run area %u, offset 0x%llx: ", area,             \
+				  (unsigned long long)(at + (off)));                            \
+		if (n_ > 0 && (size_t)n_ < errsz)                                               \
+			snprintf(err + n_, errsz - (size_t)n_, __VA_ARGS__);                    \
+		return -1;                                                                      \
 	} while (0)
 
 static bool span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
@@ -203,84 +199,174 @@ static bool span_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
 	return off >= lo && off <= hi && len <= hi - off;
 }
 
-static bool check_run_head(const struct relstack_reader *r, struct run_view *v)
+/*
+ * The one check of a run head (its static part and the fields of the
+ * dynamic part a run cannot do without), for the reader and the recorder
+ * alike: the recorder counts as a run exactly what a reader accepts.
+ * @h is run area @area, at file offset @at, of a file whose run geometry is
+ * @layout.  Returns 1 (a run), 0 (never used: no run, no error) or -1 with
+ * "run area N, offset 0x...: problem" in @err.
+ */
+int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *layout, unsigned area, uint64_t at,
+		      char *err, size_t errsz)
 {
-	const struct rs_run_head *h = &v->h, *L = &r->layout;
-	uint64_t at = r->fh.run_offset[v->area], area = r->fh.run_area_size;
+	const struct rs_run_head *L = layout;
 	static const unsigned char zero[8];
 
-	if (area < sizeof(*h))
-		RUN_FAIL(v, at, "run area smaller than a run head");
-	memcpy(&v->h, v->mem, sizeof(v->h));
 	if (memcmp(h->magic, zero, 8) == 0 && h->generation == 0)
-		return false; /* never used: no run, no error */
+		return 0;
 	if (memcmp(h->magic, RS_RUN_MAGIC, 8) != 0)
-		RUN_FAIL(v, at, "run head magic: not %s", RS_RUN_MAGIC);
-	if (h->head_hash == 0 && h->state == 0)
-		RUN_FAIL(v, at + 192, "run head: a run was being started here when its writer stopped");
+		RUN_FAIL(0, "run head magic: not %s", RS_RUN_MAGIC);
+	if (h->state == 0 && h->head_hash == 0)
+		RUN_FAIL(192, "run head: a run was being started here when its writer stopped");
 	if (h->head_hash != rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)))
-		RUN_FAIL(v, at + 192, "run head checksum mismatch");
-	if (h->version != RS_FILE_VERSION)
-		RUN_FAIL(v, at + 8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
-	if (h->head_size != sizeof(*h))
-		RUN_FAIL(v, at + 12, "run head_size %u, expected %zu", h->head_size, sizeof(*h));
-	if (h->generation == 0 || h->generation >= (1ull << 24))
-		RUN_FAIL(v, at + 16, "generation %llu out of range", (unsigned long long)h->generation);
-	if (h->base != h->generation << 40)
-		RUN_FAIL(v, at + 104, "base 0x%llx is not generation << 40", (unsigned long long)h->base);
+		RUN_FAIL(192, "run head checksum mismatch");
+	if (h->state == 0)
+		RUN_FAIL(196, "state 0: a run was being started here when its writer stopped");
 	if (h->state != RS_RUN_ACTIVE && h->state != RS_RUN_CLOSED)
-		RUN_FAIL(v, at + 196, "state %u unknown", h->state);
-	if (h->reserved0)
-		RUN_FAIL(v, at + 212, "reserved field not zero");
+		RUN_FAIL(196, "state %u unknown", h->state);
+	if (h->version != RS_FILE_VERSION)
+		RUN_FAIL(8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
+	if (h->head_size != sizeof(*h))
+		RUN_FAIL(12, "run head_size %u, expected %zu", h->head_size, sizeof(*h));
+	if (h->generation == 0 || h->generation >= (1ull << 24))
+		RUN_FAIL(16, "generation %llu out of range", (unsigned long long)h->generation);
+	if (h->base != h->generation << 40)
+		RUN_FAIL(104, "base 0x%llx is not generation << 40", (unsigned long long)h->base);
 	if (h->clock != RS_CLOCK_MONOTONIC && h->clock != RS_CLOCK_TSC)
-		RUN_FAIL(v, at + 172, "clock %u unknown", h->clock);
+		RUN_FAIL(172, "clock %u unknown", h->clock);
 	if (h->clock == RS_CLOCK_MONOTONIC && (h->tsc_start || h->tsc_hz))
-		RUN_FAIL(v, at + 176, "counter anchor set, but records carry CLOCK_MONOTONIC");
+		RUN_FAIL(176, "counter anchor set, but records carry CLOCK_MONOTONIC");
 	if (h->clock == RS_CLOCK_TSC && (h->tsc_hz < RS_TSC_HZ_MIN || h->tsc_hz > RS_TSC_HZ_MAX))
-		RUN_FAIL(v, at + 184, "counter rate %llu Hz out of range", (unsigned long long)h->tsc_hz);
+		RUN_FAIL(184, "counter rate %llu Hz out of range", (unsigned long long)h->tsc_hz);
 	if (h->mode != RS_MODE_OVERWRITE && h->mode != RS_MODE_STOP)
-		RUN_FAIL(v, at + 76, "mode %u unknown", h->mode);
+		RUN_FAIL(76, "mode %u unknown", h->mode);
 	if (h->flags & ~RS_RUN_ADDRESSES)
-		RUN_FAIL(v, at + 80, "unknown run flags 0x%x", h->flags);
+		RUN_FAIL(80, "unknown run flags 0x%x", h->flags);
 	if (h->chunk_size != RS_CHUNK)
-		RUN_FAIL(v, at + 84, "chunk_size %u, expected %u", h->chunk_size, RS_CHUNK);
+		RUN_FAIL(84, "chunk_size %u, expected %u", h->chunk_size, RS_CHUNK);
 	if (h->ring_size != L->ring_size)
-		RUN_FAIL(v, at + 96, "ring_size %llu, the file head says %llu", (unsigned long long)h->ring_size,
+		RUN_FAIL(96, "ring_size %llu, the file head says %llu", (unsigned long long)h->ring_size,
 			 (unsigned long long)L->ring_size);
 	if (h->schema_offset != L->schema_offset || h->schema_capacity != RS_SCHEMAS ||
 	    h->schema_size != sizeof(struct rs_schema))
-		RUN_FAIL(v, at + 112, "schema table at 0x%llx, %u x %u bytes: expected 0x%llx, %u x %zu",
+		RUN_FAIL(112, "schema table at 0x%llx, %u x %u bytes: expected 0x%llx, %u x %zu",
 			 (unsigned long long)h->schema_offset, h->schema_capacity, h->schema_size,
 			 (unsigned long long)L->schema_offset, RS_SCHEMAS, sizeof(struct rs_schema));
-	if (h->counts_offset != L->counts_offset)
-		RUN_FAIL(v, at + 128, "chunk states at 0x%llx, expected 0x%llx", (unsigned long long)h->counts_offset,
-			 (unsigned long long)L->counts_offset);
+	if (h->states_offset != L->states_offset)
+		RUN_FAIL(128, "chunk states at 0x%llx, expected 0x%llx", (unsigned long long)h->states_offset,
+			 (unsigned long long)L->states_offset);
 	if (h->objtab_offset != L->objtab_offset || h->objtab_size != L->objtab_size)
-		RUN_FAIL(v, at + 136, "object table at 0x%llx, %llu bytes: expected 0x%llx, %llu bytes",
+		RUN_FAIL(136, "object table at 0x%llx, %llu bytes: expected 0x%llx, %llu bytes",
 			 (unsigned long long)h->objtab_offset, (unsigned long long)h->objtab_size,
 			 (unsigned long long)L->objtab_offset, (unsigned long long)L->objtab_size);
-	if (h->ring_offset != L->ring_offset || !span_ok(h->ring_offset, h->ring_size, 0, area))
-		RUN_FAIL(v, at + 88, "ring at 0x%llx, expected 0x%llx", (unsigned long long)h->ring_offset,
+	if (h->ring_offset != L->ring_offset || !span_ok(h->ring_offset, h->ring_size, 0, L->ring_offset + L->ring_size))
+		RUN_FAIL(88, "ring at 0x%llx, expected 0x%llx", (unsigned long long)h->ring_offset,
 			 (unsigned long long)L->ring_offset);
 	if (h->head < h->base || (h->head - h->base) % RS_CHUNK || h->head - h->base >= (1ull << 40))
-		RUN_FAIL(v, at + 256, "head 0x%llx is not a chunk position of this run",
-			 (unsigned long long)h->head);
-	rs_nh_keys(h->seed, v->key);
-	v->ring = v->mem + h->ring_offset;
-	v->objtab = v->mem + h->objtab_offset;
-	v->objtab_size = h->objtab_size;
-	return true;
+		RUN_FAIL(256, "head 0x%llx is not a chunk position of this run", (unsigned long long)h->head);
+	return 1;
+}
+
+/* Where a reader's bytes come from: a caller's buffer, or a file, read part by part. */
+struct source {
+	const unsigned char *mem; /* NULL: fd */
+	int fd;
+	uint64_t size;
+	const char *name;
+	const struct relstack_reader_opts *o;
+};
+
+/* @n bytes at @off of the source (within its size: the checks before say so); 0 or -errno, said. */
+static int src_read(const struct source *s, uint64_t off, void *dst, size_t n)
+{
+	if (s->mem) {
+		memcpy(dst, s->mem + off, n);
+		return 0;
+	}
+	for (size_t got = 0; got < n;) {
+		ssize_t k = pread(s->fd, (char *)dst + got, n - got, (off_t)(off + got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int err = errno;
+
+			say(s->o, s->name, "read error at offset 0x%llx: %s", (unsigned long long)(off + got), strerror(err));
+			return -err;
+		}
+		if (k == 0) {
+			say(s->o, s->name, "offset 0x%llx: the file ends there, it was cut while being read",
+			    (unsigned long long)(off + got));
+			return -RELSTACK_ETRUNCATED;
+		}
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+/* A copy of @n bytes at @off of the source into *out (malloc'd). */
+static int src_copy(const struct source *s, uint64_t off, size_t n, unsigned char **out)
+{
+	*out = malloc(n ? n : 1);
+	return *out ? src_read(s, off, *out, n) : -ENOMEM;
+}
+
+/* The run head of area @v->area; then, for a run, the copies the later checks and the cursor read. */
+static int read_run(const struct relstack_reader *r, const struct source *src, struct run_view *v)
+{
+	uint64_t at = r->fh.run_offset[v->area];
+	int ret = src_read(src, at, &v->h, sizeof(v->h));
+
+	if (ret < 0)
+		return ret;
+	v->valid = rs_run_head_check(&v->h, &r->layout, v->area, at, v->err, sizeof(v->err)) > 0;
+	if (!v->valid)
+		return 0;
+	rs_nh_keys(v->h.seed, v->key);
+	v->objtab_size = v->h.objtab_size;
+	ret = src_copy(src, at + v->h.objtab_offset, v->objtab_size, &v->objtab);
+	if (ret == 0)
+		ret = src_copy(src, at + v->h.ring_offset, v->h.ring_size, &v->ring);
+	return ret;
+}
+
+/* The dynamic part's fields no record depends on: damage there is said, the run is kept. */
+static void check_run_counters(struct run_view *v, uint64_t at)
+{
+	const struct rs_run_head *h = &v->h;
+	const char *why = NULL;
+	unsigned off = 0;
+
+	if (h->reserved0) {
+		off = 212;
+		why = "reserved field not zero";
+	} else if (h->state == RS_RUN_CLOSED && h->close_monotonic_ns < h->monotonic_ns) {
+		off = 200;
+		why = "closed before it started: close time damaged";
+	}
+	if (why && !v->err[0])
+		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area,
+			 (unsigned long long)(at + off), why);
 }
 
 /* ---- 3: object table and schemas ---- */
 
-static void check_objtab(struct run_view *v)
+static void check_objtab(struct run_view *v, uint64_t at)
 {
 	const char *why;
 
+	static const unsigned char zero[sizeof(struct rs_objtab_image_head)];
+
+	/* the run start clears the image; the recorder's open writes it after the run exists */
+	if (v->objtab_size >= sizeof(zero) && memcmp(v->objtab, zero, sizeof(zero)) == 0) {
+		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: object table image not written: "
+			 "the writer stopped while opening the run", v->area, (unsigned long long)(at + v->h.objtab_offset));
+		return;
+	}
 	if (rs_objtab_image_check(v->objtab, v->objtab_size, &why) < 0) {
 		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area,
-			 (unsigned long long)v->h.objtab_offset, why);
+			 (unsigned long long)(at + v->h.objtab_offset), why);
 		return;
 	}
 	v->objtab_cap = ((const struct rs_objtab_image_head *)v->objtab)->capacity;
@@ -322,7 +408,7 @@ static const char *schema_problem(const struct rs_schema *s, unsigned index)
 	return NULL;
 }
 
-static void check_schemas(struct run_view *v)
+static void check_schemas(struct run_view *v, const unsigned char *table)
 {
 	memset(v->by_id, -1, sizeof(v->by_id));
 	for (unsigned i = 0; i < RS_SCHEMAS; i++) {
@@ -330,7 +416,7 @@ static void check_schemas(struct run_view *v)
 		struct relstack_schema *o;
 		const char *why;
 
-		memcpy(&s, v->mem + v->h.schema_offset + i * sizeof(s), sizeof(s));
+		memcpy(&s, table + i * sizeof(s), sizeof(s));
 		if (s.seq == 0)
 			continue;
 		why = schema_problem(&s, i);
@@ -406,66 +492,198 @@ static void bad_record(const struct relstack_reader *r, struct run_view *v, uint
 		 (unsigned long long)(p - h->base), what);
 }
 
-static int scan_records(const struct relstack_reader *r, struct run_view *v)
+enum rec_kind { REC_NONE, REC_PARTIAL, REC_TOO_LONG, REC_BAD_SUM, REC_PAD, REC_WHOLE };
+
+/* A run's ring as the walks over it need it, in locals (the walks are the reader's hot loops). */
+struct ring_view {
+	const unsigned char *ring;
+	uint64_t base, mask;
+	uint32_t seed;
+	const uint32_t *key;
+};
+
+static struct ring_view ring_view(const struct run_view *v)
+{
+	return (struct ring_view){ v->ring, v->h.base, v->h.ring_size - 1, v->h.seed, v->key };
+}
+
+/* What the ring holds at position @p of the run: no record head, or a record of *len bytes and its state. */
+static inline enum rec_kind rec_at(struct ring_view g, uint64_t p, size_t *len)
+{
+	uint64_t off = (p - g.base) & g.mask, pos;
+	struct rs_rec_head rh;
+
+	memcpy(&pos, g.ring + off, sizeof(pos));
+	if (pos != p) /* most positions of a gap: the walk steps over them 16 bytes at a time */
+		return REC_NONE;
+	memcpy(&rh, g.ring + off, sizeof(rh));
+	*len = (size_t)rh.units * 16;
+	if (rh.units == 0 || off % RS_CHUNK + *len > RS_CHUNK)
+		return REC_NONE;
+	if (rh.commit == 0)
+		return REC_PARTIAL; /* B happened, D did not */
+	if (rh.kind != RS_REC_PAD && *len > RS_MAX_RECORD)
+		return REC_TOO_LONG; /* no writer makes one: the length is damaged (the checksum key does not reach) */
+	/* a PAD record's checksum covers its head only: the rest is not written */
+	if (rh.commit != rs_rec_sum(g.seed, g.key, p, g.ring + off, rh.kind == RS_REC_PAD ? RS_REC_HEAD : *len))
+		return REC_BAD_SUM;
+	return rh.kind == RS_REC_PAD ? REC_PAD : REC_WHOLE;
+}
+
+/* The first position from @p to @hi whose 8 bytes could be its own position: where a gap may end. */
+static inline uint64_t gap_end(struct ring_view g, uint64_t p, uint64_t hi)
+{
+	for (; p < hi; p += 16) {
+		uint64_t pos;
+
+		memcpy(&pos, g.ring + ((p - g.base) & g.mask), sizeof(pos));
+		if (pos == p)
+			break;
+	}
+	return p < hi ? p : hi;
+}
+
+/*
+ * The newest chunk the records show: the largest position, at the start
+ * of a chunk, of a record whose checksum holds (it covers the position)
+ * or of a partial one.  0 if no chunk of the run starts with a record.
+ */
+static uint64_t newest_chunk(const struct run_view *v)
 {
 	const struct rs_run_head *h = &v->h;
-	uint64_t mask = h->ring_size - 1, lo, hi, p;
-	unsigned ws = r->fh.format.word_size;
+	uint64_t top = 0;
 
-	hi = h->head;
-	lo = h->base;
-	if (h->mode == RS_MODE_STOP) {
-		if (hi - h->base > h->ring_size)
-			hi = h->base + h->ring_size;
-	} else if (hi - h->base > h->ring_size) {
-		lo = hi - h->ring_size;
+	for (uint64_t off = 0; off < h->ring_size; off += RS_CHUNK) {
+		uint64_t p;
+		struct rs_rec_head rh;
+		size_t len;
+		enum rec_kind k;
+
+		memcpy(&rh, v->ring + off, sizeof(rh));
+		p = rh.pos;
+		/* a position of this run that is this chunk's, above the newest so far */
+		if (p < h->base || p - h->base >= (1ull << 40) || ((p - h->base) & (h->ring_size - 1)) != off || p <= top)
+			continue;
+		k = rec_at(ring_view(v), p, &len);
+		if (k == REC_PARTIAL || k == REC_PAD || k == REC_WHOLE)
+			top = p;
 	}
-	for (p = lo; p < hi;) {
-		uint64_t off = (p - h->base) & mask;
-		const unsigned char *d = v->ring + off;
+	return top;
+}
+
+/* Records whose checksum holds, from @lo to @hi. */
+static uint64_t count_whole(const struct run_view *v, uint64_t lo, uint64_t hi)
+{
+	struct ring_view g = ring_view(v);
+	uint64_t n = 0;
+	size_t len;
+
+	for (uint64_t p = lo; p < hi;) {
+		enum rec_kind k = rec_at(g, p, &len);
+
+		n += k == REC_WHOLE;
+		p = k == REC_NONE ? gap_end(g, p + 16, hi) : p + (k == REC_TOO_LONG || k == REC_BAD_SUM ? 16 : len);
+	}
+	return n;
+}
+
+/*
+ * Which positions to read: from the oldest the run can still hold to
+ * `head`.  head has no checksum (every reservation moves it), so it is
+ * checked against the records: a chunk that starts with a record at or
+ * beyond head, or head a whole ring past the newest such chunk, or
+ * intact records below the window head makes, say it is wrong.  Reading
+ * then goes up to the newest chunk the records show, and the run says so.
+ */
+static void scan_window(const struct relstack_reader *r, struct run_view *v, uint64_t *lo, uint64_t *hi)
+{
+	const struct rs_run_head *h = &v->h;
+	uint64_t top = newest_chunk(v), end = top ? top + RS_CHUNK : h->base, at = r->fh.run_offset[v->area] + 256;
+	char why[160] = "";
+
+	*hi = h->head;
+	if (end > h->head) {
+		/* a recorder still writing moved on after head was read: not damage */
+		if (!r->locked)
+			snprintf(why, sizeof(why), "head +0x%llx is below the chunk at +0x%llx, which holds a record",
+				 (unsigned long long)(h->head - h->base), (unsigned long long)(top - h->base));
+		*hi = end;
+	} else if (h->mode == RS_MODE_OVERWRITE && top && h->head - end >= h->ring_size) {
+		snprintf(why, sizeof(why), "head +0x%llx is a whole ring past the newest chunk with a record, at +0x%llx",
+			 (unsigned long long)(h->head - h->base), (unsigned long long)(top - h->base));
+		*hi = end;
+	}
+	*lo = h->base;
+	if (h->mode == RS_MODE_STOP) {
+		if (*hi - h->base > h->ring_size)
+			*hi = h->base + h->ring_size;
+	} else if (*hi - h->base > h->ring_size) {
+		uint64_t below = end > h->base + h->ring_size ? end - h->ring_size : h->base, n;
+
+		*lo = *hi - h->ring_size;
+		if (*lo - below > h->ring_size)
+			below = *lo - h->ring_size; /* a ring below lo: the window's own slots */
+		/*
+		 * Below lo, the slots of chunks reserved above the newest record are
+		 * not overwritten yet: writers that died before their first record
+		 * there, or a head too large.
+		 */
+		if (!why[0] && below < *lo && (n = count_whole(v, below, *lo)) > 0)
+			snprintf(why, sizeof(why), "head +0x%llx leaves out %llu intact records below +0x%llx: head damaged, "
+				 "or writers died after reserving the chunks above +0x%llx", (unsigned long long)(h->head - h->base),
+				 (unsigned long long)n, (unsigned long long)(*lo - h->base), (unsigned long long)(end - h->base));
+	}
+	if (why[0] && !v->err[0])
+		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area, (unsigned long long)at, why);
+}
+
+static int scan_records(const struct relstack_reader *r, struct run_view *v)
+{
+	struct ring_view g = ring_view(v);
+	unsigned ws = r->fh.format.word_size;
+	uint64_t lo, hi;
+	size_t len;
+
+	scan_window(r, v, &lo, &hi);
+	for (uint64_t p = lo; p < hi;) {
+		const unsigned char *d = g.ring + ((p - g.base) & g.mask);
 		struct rs_rec_head rh;
 		struct rs_rec_body b;
 		const char *why;
-		size_t len;
 
-		memcpy(&rh, d, sizeof(rh));
-		len = (size_t)rh.units * 16;
-		if (rh.pos != p || rh.units == 0 || off % RS_CHUNK + len > RS_CHUNK) {
-			v->gap_bytes += 16;
-			p += 16;
+		enum rec_kind k = rec_at(g, p, &len);
+
+		switch (k) {
+		case REC_NONE: {
+			uint64_t q = gap_end(g, p + 16, hi);
+
+			v->gap_bytes += q - p;
+			p = q;
 			continue;
 		}
-		if (rh.commit == 0) {
-			/* B happened, D did not: a partial record */
+		case REC_PARTIAL:
+			memcpy(&rh, d, sizeof(rh));
 			if (rh.kind != RS_REC_PAD) {
 				v->skipped++;
 				v->partial++;
 			}
 			p += len;
 			continue;
-		}
-		if (rh.kind != RS_REC_PAD && len > RS_MAX_RECORD) {
-			/* no writer makes one: the length is damaged (the checksum key does not reach) */
+		case REC_TOO_LONG:
+		case REC_BAD_SUM:
 			v->skipped++;
 			v->damaged++;
-			bad_record(r, v, p, "longer than any record");
+			bad_record(r, v, p, k == REC_TOO_LONG ? "longer than any record" : "checksum mismatch");
 			v->gap_bytes += 16;
 			p += 16;
 			continue;
-		}
-		/* a PAD record's checksum covers its head only: the rest is not written */
-		if (rh.commit != rs_rec_sum(h->seed, v->key, p, d, rh.kind == RS_REC_PAD ? RS_REC_HEAD : len)) {
-			v->skipped++;
-			v->damaged++;
-			bad_record(r, v, p, "checksum mismatch");
-			v->gap_bytes += 16;
-			p += 16;
-			continue;
-		}
-		if (rh.kind == RS_REC_PAD) {
+		case REC_PAD:
 			p += len;
 			continue;
+		case REC_WHOLE:
+			break;
 		}
+		memcpy(&rh, d, sizeof(rh));
 		memset(&b, 0, sizeof(b));
 		if (len >= RS_REC_FIXED)
 			memcpy(&b, d + RS_REC_HEAD, sizeof(b));
@@ -484,37 +702,52 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 
 static void free_runs(struct relstack_reader *r)
 {
-	for (unsigned i = 0; i < RS_RUNS; i++)
+	for (unsigned i = 0; i < RS_RUNS; i++) {
 		free(r->run[i].pos);
+		free(r->run[i].ring);
+		free(r->run[i].objtab);
+	}
 }
 
-static struct relstack_reader *open_owned(unsigned char *mem, size_t size, const struct relstack_reader_opts *o,
-					  const char *name)
+static struct relstack_reader *open_source(const struct source *src, bool locked)
 {
 	struct relstack_reader *r = calloc(1, sizeof(*r));
+	unsigned char head[sizeof(struct rs_file_head)], *schemas = NULL;
+	char msg[200];
 	int ret;
 
 	if (!r) {
-		free(mem);
 		errno = ENOMEM;
 		return NULL;
 	}
-	r->mem = mem;
-	r->size = size;
+	r->locked = locked;
 	r->which[0] = r->which[1] = -1;
-	ret = check_file(r, o, name);
+	ret = src_read(src, 0, head, src->size < sizeof(head) ? (size_t)src->size : sizeof(head));
 	if (ret < 0)
 		goto fail;
+	ret = rs_file_head_check(head, src->size, &r->fh, &r->layout, msg, sizeof(msg));
+	if (ret < 0) {
+		say(src->o, src->name, "%s", msg);
+		goto fail;
+	}
 	for (unsigned i = 0; i < RS_RUNS; i++) {
 		struct run_view *v = &r->run[i];
 
 		v->area = i;
-		v->mem = r->mem + r->fh.run_offset[i];
-		v->valid = check_run_head(r, v);
+		ret = read_run(r, src, v);
+		if (ret < 0)
+			goto fail;
 		if (!v->valid)
 			continue;
-		check_objtab(v);
-		check_schemas(v);
+		check_run_counters(v, r->fh.run_offset[i]);
+		check_objtab(v, r->fh.run_offset[i]);
+		ret = src_copy(src, r->fh.run_offset[i] + v->h.schema_offset, RS_SCHEMAS * sizeof(struct rs_schema),
+			       &schemas);
+		if (ret < 0)
+			goto fail;
+		check_schemas(v, schemas);
+		free(schemas);
+		schemas = NULL;
 		ret = scan_records(r, v);
 		if (ret < 0)
 			goto fail;
@@ -540,8 +773,8 @@ static struct relstack_reader *open_owned(unsigned char *mem, size_t size, const
 	}
 	return r;
 fail:
+	free(schemas);
 	free_runs(r);
-	free(r->mem);
 	free(r);
 	errno = -ret;
 	return NULL;
@@ -549,27 +782,20 @@ fail:
 
 struct relstack_reader *relstack_reader__open_mem(const void *buf, size_t size, const struct relstack_reader_opts *o)
 {
-	unsigned char *mem;
+	struct source src = { .mem = buf, .fd = -1, .size = size, .name = "(memory)", .o = o };
 
 	if ((!buf && size) || !rs_opts_valid(o, sizeof(*o))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	mem = malloc(size ? size : 1);
-	if (!mem) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (size)
-		memcpy(mem, buf, size);
-	return open_owned(mem, size, o, "(memory)");
+	if (!buf)
+		src.mem = (const unsigned char *)"";
+	return open_source(&src, false);
 }
 
 struct relstack_reader *relstack_reader__open(const char *path, const struct relstack_reader_opts *o)
 {
-	unsigned char *mem = NULL;
 	struct stat st;
-	size_t got = 0;
 	int fd, err;
 
 	if (!path || !rs_opts_valid(o, sizeof(*o))) {
@@ -600,38 +826,16 @@ struct relstack_reader *relstack_reader__open(const char *path, const struct rel
 		errno = err;
 		return NULL;
 	}
-	mem = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!mem) {
-		close(fd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, mem + got, (size_t)st.st_size - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			err = errno;
-			say(o, path, "read error at offset 0x%zx: %s", got, strerror(err));
-			free(mem);
-			close(fd);
-			errno = err;
-			return NULL;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
 	{
+		struct source src = { .fd = fd, .size = (uint64_t)st.st_size, .name = path, .o = o };
+		struct relstack_reader *r;
 		/* a recorder holds an exclusive lock on its file while it runs */
 		bool locked = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-		struct relstack_reader *r;
 
+		r = open_source(&src, locked);
+		err = errno;
 		close(fd);
-		r = open_owned(mem, got, o, path);
-		if (r)
-			r->locked = locked;
+		errno = err;
 		return r;
 	}
 }
@@ -641,7 +845,6 @@ void relstack_reader__close(struct relstack_reader *r)
 	if (!r)
 		return;
 	free_runs(r);
-	free(r->mem);
 	free(r);
 }
 
