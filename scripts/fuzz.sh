@@ -13,11 +13,19 @@ for t in "$build"/fuzz/fuzz_*; do
 	name=$(basename "$t")
 	seeds="$src/fuzz/corpus/${name#fuzz_}"
 	work="$build/fuzz/corpus-run/$name"
-	mkdir -p "$work"
+	found_dir="$build/fuzz/found/$name"
+	log="$build/fuzz/$name.log"
+	mkdir -p "$work" "$found_dir"
 	echo "fuzz: $name for ${secs}s"
+	# the fuzzer's own status says whether it found a crash, a leak or a timeout;
+	# what it found is kept in $found_dir and named below
+	status=0
 	"$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-		"$work" "$seeds" 2>&1 | grep -E '^(stat::|#[0-9]+ *DONE|==|SUMMARY)' || true
-	# a crash leaves crash-* and a non-zero status: run once more on the corpus to fail loudly
-	"$t" -runs=0 "$work" "$seeds" >/dev/null 2>&1 || { echo "fuzz: $name failed" >&2; exit 1; }
+		-artifact_prefix="$found_dir/" "$work" "$seeds" >"$log" 2>&1 || status=$?
+	grep -E '^(stat::|#[0-9]+ *DONE|==|SUMMARY)' "$log" || true
+	if [ "$status" != 0 ]; then
+		echo "fuzz: $name failed (exit $status); input: $(ls "$found_dir" | head -1); log: $log" >&2
+		exit 1
+	fi
 done
 [ "$found" = 1 ] || echo "fuzz: no targets built in $build"
