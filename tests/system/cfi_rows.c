@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The rows relstack's CFI reader (src/capture/cfi.c) finds, for
+ * test_cfi_readelf.py to compare with readelf's.  Reads lines
+ * "OBJECT OFFSET" (OBJECT: libc or ldso; OFFSET: a link-time address in
+ * hex) on standard input and writes, per line, "OFFSET CFA RA FP", each
+ * column as readelf --debug-dump=frames-interp writes it ("rsp+8",
+ * "c-8", "u"), or "OFFSET error ENOENT|ENOTSUP".
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "capture/cfi.h"
+
+static uintptr_t libc_bias, ldso_bias;
+
+static int find_bias(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t crt = (uintptr_t)dlsym(RTLD_DEFAULT, "__libc_start_main");
+
+	(void)size;
+	(void)data;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && crt >= s && crt - s < ph->p_memsz)
+			libc_bias = info->dlpi_addr;
+	}
+	if (info->dlpi_addr == getauxval(AT_BASE))
+		ldso_bias = info->dlpi_addr;
+	return 0;
+}
+
+int main(void)
+{
+	char obj[16];
+	unsigned long off;
+
+	rs_cfi_init();
+	dl_iterate_phdr(find_bias, NULL);
+	if (!libc_bias || !ldso_bias) {
+		fprintf(stderr, "cfi_rows: the C library or ld.so not found\n");
+		return 1;
+	}
+	while (scanf("%15s %lx", obj, &off) == 2) {
+		uintptr_t pc = off + (strcmp(obj, "libc") ? ldso_bias : libc_bias);
+		const struct rs_cfi_object *o = rs_cfi_object_of(pc);
+		struct rs_cfi_row r;
+		int err = o ? rs_cfi_row_at(o, pc, &r) : -ENOENT;
+
+		if (err) {
+			printf("%lx error %s\n", off, err == -ENOENT ? "ENOENT" : "ENOTSUP");
+			continue;
+		}
+		if (r.ra_rule == RS_CFI_UNDEFINED) {
+			printf("%lx - u -\n", off);
+			continue;
+		}
+		printf("%lx %s%+ld c%+ld ", off, r.cfa_on_fp ? "rbp" : "rsp", (long)r.cfa_off, (long)r.ra_off);
+		if (r.fp_rule == RS_CFI_OFFSET)
+			printf("c%+ld\n", (long)r.fp_off);
+		else
+			printf("%s\n", r.fp_rule == RS_CFI_UNDEFINED ? "u" : "same");
+	}
+	return 0;
+}
