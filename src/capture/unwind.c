@@ -113,12 +113,15 @@ static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool 
 
 /*
  * After code_word() found an interrupted pc: the CFI object to follow the
- * interrupted function by, when it keeps no frame pointers; NULL if its
- * frame pointer is to be followed (or the pc is in no object).
+ * interrupted function by, NULL if its frame pointer is to be followed (or
+ * the pc is in no object).  The row of the interrupted instruction itself
+ * knows whether the function has set up its frame yet, so it is used
+ * wherever it can be read, frame pointers or not: a leaf function, or one
+ * stopped in its prologue or epilogue, keeps its caller.
  */
 static inline const struct rs_cfi_object *interrupted_cfi(const struct rs_objtab_view *v, uintptr_t pc)
 {
-	if (pc - v->start >= v->end - v->start || !(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
+	if (pc - v->start >= v->end - v->start)
 		return NULL;
 	return rs_cfi_object_of(pc);
 }

@@ -43,6 +43,8 @@ __attribute__((noinline)) static int text_in_test(int x)
 /* Addresses of known kinds. */
 static uintptr_t fp_text(void) { return (uintptr_t)&text_in_test + 1; }
 static uintptr_t nofp_text(void) { return (uintptr_t)&rs_unwind_nofp_call + 1; }
+/* code that keeps frame pointers in an object whose CFI the walk never reads (an interrupted pc there is followed by its frame pointer) */
+static uintptr_t lib_fp_text(void) { return (uintptr_t)&rs_unwind_fp_inner + 1; }
 /* the program's own outermost frame: _start's CFI leaves the return address undefined */
 extern char _start[];
 static uintptr_t outer_text(void) { return (uintptr_t)_start + 1; }
@@ -327,7 +329,7 @@ static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 	size_t n;
 
 	frame(4, slot(8), fp_text());
-	signal_frame(8, fp_text() + 3, slot(above), slot(above + 4));
+	signal_frame(8, lib_fp_text() + 3, slot(above), slot(above + 4));
 	frame(above + 4, 0, outer_text());
 	fake_walk(&w, slot(4));
 	n = rs_unwind_walk(&w, words, 16, &v);
@@ -336,7 +338,7 @@ static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 	assert_int_equal(v.frames, 3);
 	assert_true(words[0] == word_of(fp_text()));
 	assert_true(words[1] == RS_NATIVE_SIGNAL);
-	assert_true(words[2] == word_of(fp_text() + 3)); /* the interrupted pc */
+	assert_true(words[2] == word_of(lib_fp_text() + 3)); /* the interrupted pc */
 	assert_true(words[3] == word_of(outer_text()));
 }
 
@@ -350,7 +352,7 @@ static void signal_frame_on_the_alternate_stack_continues_on_the_thread_stack(vo
 
 	/* alternate stack: the upper half; thread stack: the lower half */
 	frame(half + 4, slot(half + 8), fp_text());
-	signal_frame(half + 8, fp_text() + 3, slot(100), slot(104));
+	signal_frame(half + 8, lib_fp_text() + 3, slot(100), slot(104));
 	frame(104, slot(120), fp_text() + 4);
 	frame(120, 0, outer_text());
 	fake_walk(&w, slot(half + 4));
@@ -363,7 +365,7 @@ static void signal_frame_on_the_alternate_stack_continues_on_the_thread_stack(vo
 	assert_int_equal(n, 5);
 	assert_true(words[4] == word_of(outer_text()));
 	/* the interrupted stack pointer in neither range: stop there */
-	signal_frame(half + 8, fp_text() + 3, UNKNOWN_TEXT_ADDR, slot(104));
+	signal_frame(half + 8, lib_fp_text() + 3, UNKNOWN_TEXT_ADDR, slot(104));
 	n = rs_unwind_walk(&w, words, 16, &v);
 	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME | RELSTACK_UNRELIABLE_OUTSIDE_STACK);
 	assert_int_equal(n, 3);
@@ -379,12 +381,39 @@ static void interrupted_pc_first_is_an_asynchronous_start(void **state)
 	frame(4, slot(10), fp_text() + 1);
 	frame(10, 0, outer_text());
 	fake_walk(&w, slot(4));
-	w.pc = fp_text();
+	w.pc = lib_fp_text();
 	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START; /* what relstack_capture_context() starts with */
 	n = rs_unwind_walk(&w, words, 16, &v);
 	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
 	assert_int_equal(n, 3);
-	assert_true(words[0] == word_of(fp_text()));
+	assert_true(words[0] == word_of(lib_fp_text()));
+}
+
+static void interrupted_function_before_its_prologue_keeps_its_caller(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	/*
+	 * Interrupted at text_in_test's first instruction: no frame record of
+	 * its own yet, its return address at the stack pointer.  The CFI row
+	 * of that instruction finds it; the frame pointer (the caller's) would
+	 * have skipped the caller.
+	 */
+	stk[4] = fp_text() + 2; /* the return address into the caller */
+	frame(10, 0, outer_text());
+	fake_walk(&w, slot(10));
+	w.sp = slot(4);
+	w.pc = (uintptr_t)&text_in_test;
+	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
+	assert_int_equal(n, 3);
+	assert_true(words[0] == word_of((uintptr_t)&text_in_test));
+	assert_true(words[1] == word_of(fp_text() + 2));
+	assert_true(words[2] == word_of(outer_text()));
 }
 
 static void context_capture_always_says_asynchronous_start(void **state)
@@ -781,6 +810,7 @@ int main(void)
 		cmocka_unit_test_setup(signal_frame_on_the_alternate_stack_continues_on_the_thread_stack,
 				       clear_stack),
 		cmocka_unit_test_setup(interrupted_pc_first_is_an_asynchronous_start, clear_stack),
+		cmocka_unit_test_setup(interrupted_function_before_its_prologue_keeps_its_caller, clear_stack),
 		cmocka_unit_test(context_capture_always_says_asynchronous_start),
 		cmocka_unit_test_setup(full_array_is_truncated, clear_stack),
 		cmocka_unit_test_setup(skipped_frames_are_checked_but_not_written, clear_stack),

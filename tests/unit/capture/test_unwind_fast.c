@@ -698,7 +698,8 @@ static void truncated_array_of_every_length_gives_the_same_words_and_verdict(voi
 					warm_common_stack(&w, depth, gap);
 					w.skip = s;
 					if (pc) {
-						w.pc = fpo[0].base + 3;
+						/* an interrupted pc whose frame pointer is followed: in no object whose CFI is read */
+						w.pc = fpo[nfp - 1].base + 3;
 						w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
 					}
 					check_walk(&w, cap);
