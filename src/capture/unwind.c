@@ -171,6 +171,7 @@ static bool is_outermost(uintptr_t ra)
  */
 struct tail {
 	bool on;
+	uint32_t reasons; /* the walk's reasons where the tail started: the tail adds none */
 	uintptr_t fp, ra;
 	unsigned n, slots;
 	uintptr_t top; /* past the highest slot read, and the highest CFA, from fp */
@@ -212,6 +213,50 @@ static inline uintptr_t tail_load(struct tail *t, uintptr_t slot)
 		}
 	}
 	return val;
+}
+
+/*
+ * The general walk's use of the cached tail: the frame record at @fp, whose
+ * return address @ra is in the C runtime or ld.so, starts the tail the
+ * thread's cache holds (as walk_fast() checks it, with the same protocol
+ * against a handler that changes the cache meanwhile).  Writes its words
+ * and returns true; false, writing nothing, when the cache does not hold
+ * this tail or the array has no room for all of it.
+ */
+RS_WALK_ATTRS static bool tail_from_cache(const struct rs_objtab_view *v, uintptr_t fp, uintptr_t ra, uintptr_t hi, bool relative,
+			    uint64_t **out_io, const uint64_t *out_end)
+{
+	const struct rs_fast_cache *c = &rs_tls.fast;
+	uint64_t g = atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed), w[RS_TAIL_WORDS];
+	uintptr_t off[RS_TAIL_SLOTS], tt;
+	uint32_t tn;
+	bool same = true;
+
+	/* L1: pairs with S4 (an odd gen: a store under way) */
+	if ((g & 1) || c->seq != v->seq || c->exit_ra != ra)
+		return false;
+	atomic_signal_fence(memory_order_acquire);
+	/* L2 */
+	for (unsigned i = 0; i < RS_TAIL_SLOTS; i++)
+		off[i] = c->slot_off[i];
+	tt = c->tail_top;
+	tn = c->tail_n;
+	atomic_signal_fence(memory_order_acquire);
+	/* L3 before the slots are read: offsets, tail_top and tail_n are one store's */
+	if (atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g || !tn || tt > hi - fp ||
+	    (size_t)(out_end - *out_io) < tn)
+		return false;
+	for (unsigned i = 0; i < RS_TAIL_SLOTS; i++)
+		same &= rs_load(fp + off[i]) == c->slot_val[i];
+	for (unsigned i = 0; i < RS_TAIL_WORDS; i++)
+		w[i] = c->tail_word[!relative][i];
+	atomic_signal_fence(memory_order_acquire);
+	/* L3: pairs with S2 */
+	if (!same || atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g)
+		return false;
+	for (uint32_t i = 0; i < tn; i++)
+		*(*out_io)++ = w[i];
+	return true;
 }
 
 /* Is @t what the thread's cache already holds? */
@@ -617,8 +662,13 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 				goto write;
 			}
-			t = (struct tail){ .on = !skip && !(w->flags & RS_WALK_COMPLETE), .fp = fp, .ra = ra,
-					   .top = RS_ARCH_FRAME_SIZE };
+			if (!skip && !(w->flags & RS_WALK_COMPLETE) &&
+			    tail_from_cache(v, fp, ra, hi, relative, &out, out_end)) {
+				end = true;
+				goto walk_end;
+			}
+			t = (struct tail){ .on = !skip && !(w->flags & RS_WALK_COMPLETE), .reasons = reasons, .fp = fp,
+					   .ra = ra, .top = RS_ARCH_FRAME_SIZE };
 cfi:
 			for (;;) {
 				struct rs_cfi_row row;
@@ -764,7 +814,7 @@ walk_end:
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
-	if (end && !reasons && t.on) {
+	if (end && t.on && reasons == t.reasons) {
 		/* slots not read: the frame record's own return address, which the fast walk has checked */
 		for (; t.slots < RS_TAIL_SLOTS; t.slots++) {
 			t.slot_off[t.slots] = RS_ARCH_FRAME_RA * RS_W;

@@ -171,6 +171,15 @@ static void tracer_arm(void)
 	memcpy(tail_armed, rs_tls.fast.tail_word[1], sizeof(tail_armed));
 }
 
+/* A word of the cached tail the tracer marked (its value before marking). */
+static bool is_cached_tail_word(uint64_t word)
+{
+	for (unsigned i = 0; i < RS_TAIL_WORDS; i++)
+		if (tail_kept[i] == word)
+			return true;
+	return false;
+}
+
 /* The values a store gives them (fast_cache_store()); a tail stored meanwhile is left as it is. */
 static void tracer_disarm(void)
 {
@@ -229,9 +238,15 @@ static int differ_at(const struct rs_walk *w, size_t cap, const struct result *f
 	for (size_t i = 0; i < f->n; i++) {
 		if (f->words[i] == ref->words[i])
 			continue;
-		if (!trace || f->words[i] != ref->words[i] + 1 || i != first + traced)
+		if (!trace || f->words[i] != ref->words[i] + 1)
 			return -1;
-		traced++;
+		if (i == first + traced) {
+			traced++;
+			continue;
+		}
+		/* not the fast walk's, but the general walk's copy of the cached tail: marked too */
+		if (!is_cached_tail_word(ref->words[i]))
+			return -1;
 	}
 	return (int)traced;
 }
@@ -713,8 +728,16 @@ static void truncated_array_of_every_length_gives_the_same_words_and_verdict(voi
 					 * in the array counting 16 bytes a frame, so frames
 					 * further apart are handed over.
 					 */
-					if (!pc && gap == 0)
-						assert_int_equal(use == FAST_FINISHED, cap >= full + RS_TAIL_WORDS - 1);
+					if (!pc && gap == 0 && cap >= full + RS_TAIL_WORDS - 1)
+						assert_int_equal(use, FAST_FINISHED);
+					/*
+					 * (With less room the general walk finishes: where the fast
+					 * walk handed over just before the tail, the tracer cannot
+					 * tell the general walk's copy of the cached tail from
+					 * the fast walk's.)
+					 */
+					if (cap < full)
+						assert_true(use != FAST_FINISHED);
 					assert_int_equal(last_ref.n, cap < full ? cap : full);
 					assert_int_equal(!!(last_ref.v.reasons & RELSTACK_UNRELIABLE_TRUNCATED),
 							 cap < full);
