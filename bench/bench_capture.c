@@ -17,6 +17,7 @@
  *   relstack_context  relstack_capture_context() from a getcontext() ucontext
  *   relstack_qsort    relstack_capture() in a qsort() comparison function: the
  *                     C library's frames (no frame pointers) followed by CFI
+ *   relstack_check    relstack_capture() with the stack checker
  *
  *   bench_capture                  time every method at every depth: ns per
  *                                  capture and per frame, and ratios
@@ -43,12 +44,12 @@
 
 enum method {
 	RELSTACK, RELSTACK_ABS, FP_FLOOR, UNW_BACKTRACE, GLIBC, /* GLIBC: the last peer */
-	RELSTACK_SKIP1, RELSTACK_CONTEXT, RELSTACK_QSORT, NMETHODS
+	RELSTACK_SKIP1, RELSTACK_CONTEXT, RELSTACK_QSORT, RELSTACK_CHECK, NMETHODS
 };
 
 static const char *const method_names[NMETHODS] = {
 	"relstack", "relstack_abs", "fp_floor", "unw_backtrace", "glibc",
-	"relstack_skip1", "relstack_context", "relstack_qsort",
+	"relstack_skip1", "relstack_context", "relstack_qsort", "relstack_check",
 };
 
 static int (*glibc_backtrace)(void **, int);
@@ -108,6 +109,9 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 			break;
 		case RELSTACK_QSORT:
 			n = relstack_capture(words, MAXW, 0, 0, &v);
+			break;
+		case RELSTACK_CHECK:
+			n = relstack_capture(words, MAXW, 0, RELSTACK_CAPTURE_CHECK, &v);
 			break;
 		default:
 			break;

@@ -10,7 +10,7 @@
 set -eu
 prog=$1
 n1=${2:-1000} n2=${3:-3000}
-methods="relstack relstack_abs fp_floor unw_backtrace glibc relstack_skip1 relstack_context relstack_qsort"
+methods="relstack relstack_abs fp_floor unw_backtrace glibc relstack_skip1 relstack_context relstack_qsort relstack_check"
 
 if ! command -v valgrind >/dev/null; then
 	echo "capture: callgrind skipped: valgrind not installed" >&2
@@ -45,6 +45,8 @@ for d in 8 32 128; do
 	done
 	awk -v a="$ir_relstack_skip1" -v b="$ir_relstack" -v n="capture_relstack_skip1_d${d}_ir" \
 		'BEGIN { printf "%s: %+.1f instructions/capture vs relstack\n", n, a - b }'
+	awk -v a="$ir_relstack_check" -v b="$ir_relstack" -v n="capture_relstack_check_d${d}_ir" \
+		'BEGIN { printf "%s: ratio %.2f vs relstack (the stack checker)\n", n, a / b }'
 	# the frames a qsort() call adds (the comparison function's and the C library's), each by CFI
 	fq=$("$prog" relstack_qsort "$d" frames)
 	fr=$("$prog" relstack "$d" frames)

@@ -38,7 +38,8 @@ extern "C" {
 #define RELSTACK_UNRELIABLE_NO_FP_OBJECT   (1u << 7) /* a frame in an object that keeps no frame pointers */
 #define RELSTACK_UNRELIABLE_END_UNPROVEN   (1u << 8) /* the walk stopped at no frame proven to be the thread's first */
 #define RELSTACK_UNRELIABLE_OBJECTS_CHANGING (1u << 9) /* a frame in an object being loaded or unloaded */
-#define RELSTACK_UNRELIABLE_ALL            0x3ffu
+#define RELSTACK_UNRELIABLE_FP_MISMATCH    (1u << 10) /* with RELSTACK_CAPTURE_CHECK: frame pointer and CFI disagree */
+#define RELSTACK_UNRELIABLE_ALL            0x7ffu
 
 struct relstack_verdict {
 	uint32_t reasons; /* RELSTACK_UNRELIABLE_* bits; 0 = reliable */
@@ -48,6 +49,16 @@ struct relstack_verdict {
 
 /* Flags for relstack_capture() and relstack_capture_context(). */
 #define RELSTACK_CAPTURE_ABSOLUTE 0x1u /* words are absolute addresses, not entry words */
+/*
+ * The stack checker: every frame found by frame pointer whose function's
+ * CFI the walk can read (the program's, the C library's, ld.so's) is also
+ * found by that CFI, and the two must agree on where the function's frame
+ * is; where they do not, RELSTACK_UNRELIABLE_FP_MISMATCH.  It finds code
+ * that breaks the frame-pointer discipline (hand-written assembly that
+ * uses %rbp without saving it).  Costs a CFI row per such frame: for a
+ * sampler that checks now and then, not for every capture.
+ */
+#define RELSTACK_CAPTURE_CHECK 0x2u
 
 /*
  * Capture the calling thread's stack into @words (at most @cap words).
@@ -85,7 +96,7 @@ RELSTACK_API int relstack_capture_context(const void *ucontext, uint64_t *words,
  * The stable short name of one RELSTACK_UNRELIABLE_* bit: "outside-stack",
  * "misaligned", "not-increasing", "unknown-text", "signal-frame",
  * "async-start", "truncated", "no-fp-object", "end-unproven",
- * "objects-changing".  NULL for anything that is
+ * "objects-changing", "fp-mismatch".  NULL for anything that is
  * not exactly one defined bit.
  */
 RELSTACK_API const char *relstack_reason_string(uint32_t reason_bit);

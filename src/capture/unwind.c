@@ -61,7 +61,7 @@
 static const char *const reason_names[] = {
 	"outside-stack", "misaligned", "not-increasing", "unknown-text",
 	"signal-frame", "async-start", "truncated", "no-fp-object",
-	"end-unproven", "objects-changing",
+	"end-unproven", "objects-changing", "fp-mismatch",
 };
 
 const char *relstack_reason_string(uint32_t bit)
@@ -139,6 +139,27 @@ struct fast_range {
 	uintptr_t start, span;
 	uint64_t delta;
 };
+
+/*
+ * The stack checker: does the frame record at @fp, which the frame-pointer
+ * chain gives the function at @pc (an interrupted instruction if @exact,
+ * else a return address into it), lie where that function's CFI puts its
+ * frame?  The function's stack pointer at pc is @sp.  A CFA on the frame
+ * pointer agrees by construction; one on the stack pointer (a function
+ * without a frame pointer, or in its prologue or epilogue) must be the
+ * record's address + 16.  True where the CFI is not read or has no usable
+ * row: the checker says only what it can see.
+ */
+static bool frame_matches_cfi(uintptr_t pc, bool exact, uintptr_t fp, uintptr_t sp)
+{
+	const struct rs_cfi_object *o = rs_cfi_object_of(pc);
+	struct rs_cfi_row row;
+
+	if (!o || rs_cfi_row_at(o, pc - !exact, &row) || row.ra_rule != RS_CFI_OFFSET)
+		return true;
+	return (row.cfa_on_fp ? fp : sp) + (uintptr_t)row.cfa_off == fp + RS_ARCH_FRAME_SIZE &&
+	       (uintptr_t)row.ra_off == (uintptr_t)-(intptr_t)(RS_ARCH_FRAME_SIZE - RS_ARCH_FRAME_RA * RS_W);
+}
 
 /*
  * The end of a thread's stack, and the frames a walk reads through CFI
@@ -512,10 +533,19 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	const struct rs_cfi_object *co = NULL;
 	uintptr_t pc = 0, sp = 0, cfp = 0;
 	bool cfp_known = false, cfp_is_next = false, exact = false;
+	/*
+	 * The stack checker (RELSTACK_CAPTURE_CHECK): owner_pc is the pc of
+	 * the function whose frame record the walk reads next (owner_exact:
+	 * an interrupted instruction, not a return address), 0 if unknown;
+	 * its stack pointer at that pc is the window's bottom, lo.
+	 */
+	const bool check = w->flags & RELSTACK_CAPTURE_CHECK;
+	uintptr_t owner_pc = w->pc;
+	bool owner_exact = true;
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
-	fast_cache_load(&f, v, relative, !skip);
+	fast_cache_load(&f, v, relative, !skip && !check);
 	if (w->pc) {
 		uint64_t word = code_word(v, w->pc, relative, &reasons);
 
@@ -580,6 +610,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			reasons |= RELSTACK_UNRELIABLE_MISALIGNED;
 			break;
 		}
+		if (rs_unlikely(check) && owner_pc && !frame_matches_cfi(owner_pc, owner_exact, fp, lo))
+			reasons |= RELSTACK_UNRELIABLE_FP_MISMATCH;
 		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
 		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
 		ra_slot = 0;
@@ -637,6 +669,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			hi = r->hi;
 			top = hi - RS_ARCH_FRAME_SIZE;
 			fp = c.fp;
+			owner_pc = c.pc;
+			owner_exact = true;
 			if ((co = interrupted_cfi(v, c.pc))) {
 				pc = c.pc;
 				sp = c.sp;
@@ -783,12 +817,14 @@ cfi:
 				tail_load(&t, fp + RS_ARCH_FRAME_NEXT * RS_W);
 			lo = sp;
 			fp = cfp;
+			owner_pc = pc;
+			owner_exact = false;
 			continue;
 		} else {
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 			if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 				reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
-			if (!skip)
+			if (!skip && !check)
 				fast_range_set(&f, v, relative);
 			else
 				pass_ra = ra; /* what walk_fast() may take for granted next time */
@@ -802,6 +838,8 @@ write:
 			*out++ = word;
 		lo = fp + RS_ARCH_FRAME_SIZE;
 		fp = next;
+		owner_pc = ra;
+		owner_exact = false;
 	}
 walk_end:
 	if (end && !reasons) {
@@ -1036,7 +1074,8 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 	size_t n, n0 = 0;
 	uint64_t seq;
 
-	if (!(w->flags & RS_WALK_COMPLETE) && in_range(w->sp, 1, &w->stack) && (!w->pc || (cap && !w->skip))) {
+	if (!(w->flags & (RS_WALK_COMPLETE | RELSTACK_CAPTURE_CHECK)) && in_range(w->sp, 1, &w->stack) &&
+	    (!w->pc || (cap && !w->skip))) {
 		if (w->pc) {
 			/* the interrupted pc's word, as walk_once() finds it; walk_fast() checks seq at its end */
 			struct rs_objtab_view pv;
@@ -1132,6 +1171,9 @@ __attribute__((noinline)) static int capture_skipping(uint64_t *words, size_t ca
 	struct walk_resume rs;
 	size_t n;
 
+	/* the checker's walk is the general one: it looks at every frame */
+	if (flags & RELSTACK_CAPTURE_CHECK)
+		return capture_slow(words, cap, skip, flags, v, fp, 0, 0, 0, 0);
 	/* R1' and R2: see relstack_capture(); 1: pairs with C in publish_index() */
 	if (walk_fast(atomic_load_explicit(&rs_latch.seq, memory_order_acquire), fp, fp, rs_tls.stack.stack.hi,
 		      words, 0, cap, skip, 0, flags & RELSTACK_CAPTURE_ABSOLUTE, v, &n, &rs))
@@ -1148,7 +1190,7 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 	size_t n;
 	bool done;
 
-	if (rs_unlikely(flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap)))
+	if (rs_unlikely(flags & ~(RELSTACK_CAPTURE_ABSOLUTE | RELSTACK_CAPTURE_CHECK) || (!words && cap)))
 		return -EINVAL;
 	/*
 	 * R1': pairs with W1 and W3 in stack.c (an unknown stack has lo
@@ -1158,7 +1200,7 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 		return capture_slow(words, cap, skip, flags, v, fp, 0, 0, 0, 0);
 	atomic_signal_fence(memory_order_acquire);
 	/* R2 */
-	if (rs_unlikely(skip))
+	if (rs_unlikely(skip || (flags & RELSTACK_CAPTURE_CHECK)))
 		return capture_skipping(words, cap, skip, flags, v, fp);
 	/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
 	seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
@@ -1178,7 +1220,7 @@ int relstack_capture_context(const void *ucontext, uint64_t *words, size_t cap, 
 	struct rs_arch_context c;
 	struct rs_walk w;
 
-	if (flags & ~RELSTACK_CAPTURE_ABSOLUTE || (!words && cap) || !ucontext)
+	if (flags & ~(RELSTACK_CAPTURE_ABSOLUTE | RELSTACK_CAPTURE_CHECK) || (!words && cap) || !ucontext)
 		return -EINVAL;
 	/* The caller vouches for the ucontext: it may be read in full. */
 	rs_arch_context_read(ucontext, &c);

@@ -663,7 +663,7 @@ static void reason_strings_are_stable_short_names(void **state)
 	static const char *const names[] = {
 		"outside-stack", "misaligned", "not-increasing", "unknown-text",
 		"signal-frame", "async-start", "truncated", "no-fp-object",
-		"end-unproven", "objects-changing",
+		"end-unproven", "objects-changing", "fp-mismatch",
 	};
 
 	for (unsigned i = 0; i < RS_ARRAY_SIZE(names); i++)
@@ -766,6 +766,8 @@ static void random_stack_images_never_fault_and_are_all_classified(void **state)
 		w.pc = rnd() % 4 ? 0 : random_word();
 		w.skip = (unsigned)(rnd() % 3);
 		w.flags = rnd() % 2 ? RELSTACK_CAPTURE_ABSOLUTE : 0;
+		if (rnd() % 4 == 0)
+			w.flags |= RELSTACK_CAPTURE_CHECK;
 		cap = rnd() % 8 ? RS_ARRAY_SIZE(words) : rnd() % 4;
 
 		n = rs_unwind_walk(&w, words, cap, &v);
