@@ -22,6 +22,7 @@ static RS_ALWAYS_INLINE size_t encode_pass(const uintptr_t *addrs, uint64_t *wor
 {
 	struct rs_objtab_view v;
 	size_t misses = 0;
+	uint64_t e;
 
 	rs_objtab_begin(&v);
 	for (size_t i = 0; i < n; i++) {
@@ -33,10 +34,12 @@ static RS_ALWAYS_INLINE size_t encode_pass(const uintptr_t *addrs, uint64_t *wor
 			misses++;
 		}
 	}
+	/* the epoch too is read before end: after it, the writer may be rewriting this copy */
+	e = rs_objtab_view_epoch(&v);
 	if (rs_unlikely(!rs_objtab_end(&v)))
 		return SIZE_MAX;
 	if (epoch)
-		*epoch = rs_objtab_view_epoch(&v);
+		*epoch = e;
 	return misses;
 }
 

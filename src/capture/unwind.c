@@ -881,13 +881,17 @@ walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ver
 	size_t n;
 
 	do {
+		uint64_t epoch;
+
 		rs_objtab_begin(&v);
 		n = walk_once(w, &v, words, cap, &reasons, &frames, relative, tries ? NULL : rs);
+		/* before end: after it, the writer may be rewriting this copy of the index */
+		epoch = rs_objtab_view_epoch(&v);
 		if (rs_likely(rs_objtab_end(&v))) {
 			if (verdict) {
 				verdict->reasons = reasons;
 				verdict->frames = frames;
-				verdict->epoch = rs_objtab_view_epoch(&v);
+				verdict->epoch = epoch;
 			}
 			return n;
 		}
