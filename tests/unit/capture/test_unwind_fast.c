@@ -357,7 +357,7 @@ static uintptr_t odd_ra(void)
 
 /*
  * One random stack in img: mostly the common one (a run in one object
- * that keeps frame pointers, then an entry frame), with perturbations.
+ * that keeps frame pointers, then the end of the stack), with perturbations.
  * Fills @w; @o is the object most frames are in.
  */
 static unsigned end_kind;
@@ -444,7 +444,7 @@ static void random_stack(struct rs_walk *w, const struct object *o)
 
 /*
  * What a traced walk says about the fast path: it finished the walk
- * (every frame word and the entry frame's traced, END after them), it
+ * (every frame word and the tail's traced, END after them), it
  * handed over after writing some, or none of its words were kept.
  */
 enum fast_use { FAST_NONE, FAST_RESUMED, FAST_FINISHED };
@@ -684,7 +684,7 @@ static void frames_to_skip_are_decided_by_the_fast_walk_when_the_cache_allows(vo
 			assert_int_equal(check_traced(&w, MAXW), FAST_NONE);
 			check_walk(&w, MAXW);
 		}
-		/* every frame skipped, the entry frame too: END alone */
+		/* every frame skipped, the tail's too: END alone */
 		img.w[last] = fpo[0].base;
 		w.skip = 21 + s;
 		check_walk(&w, MAXW);
@@ -706,7 +706,7 @@ static void truncated_array_of_every_length_gives_the_same_words_and_verdict(voi
 			for (int pc = 0; pc <= 1; pc++) {
 				/*
 				 * The whole trace: the interrupted pc, the frames and the
-				 * entry frame, less those skipped, and END when reliable
+				 * tail, less those skipped, and END when reliable
 				 * (without a pc): depth + 2 - s words either way.
 				 */
 				size_t full = depth + 2 - s;
@@ -759,7 +759,7 @@ static volatile sig_atomic_t handler_differ;
 /*
  * On the interrupted thread: walks of stacks of its own, taken in turn,
  * each leaving the thread's cache other than the one before left it
- * (another fast range, or another entry frame).
+ * (another fast range, or another tail).
  */
 static void on_timer(int sig)
 {
@@ -862,9 +862,9 @@ static void handler_changing_the_cache_mid_walk_changes_no_word(void **state)
 	assert_true(interrupted >= 300);
 
 	/*
-	 * Short stacks, and a handler that changes only the entry frame (two
+	 * Short stacks, and a handler that changes only the tail (two
 	 * stacks in the same object, each ending at another return address
-	 * into the C runtime): most walks are then at their entry frame when
+	 * into the C runtime): most walks are then at their tail when
 	 * the handler runs, where the cache is read last.
 	 */
 	memset(himg.w, 0, STACK_WORDS * sizeof(uintptr_t));
@@ -890,7 +890,7 @@ static void handler_changing_the_cache_mid_walk_changes_no_word(void **state)
 	assert_true(interrupted >= 5000);
 }
 
-/* ---- real stacks: both kinds of entry frame ---- */
+/* ---- real stacks: the main thread's end and a thread's ---- */
 
 struct real_case {
 	unsigned compared, differ, capture_differ;
