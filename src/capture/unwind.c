@@ -141,6 +141,25 @@ struct fast_range {
 };
 
 /*
+ * Is the CFI row of the interrupted instruction @pc the one of a function
+ * body with a frame record at its frame pointer @fp (CFA = fp + 16, the
+ * return address and the caller's frame pointer in the record), with @fp
+ * at or above the stack pointer @sp?  Then following that row from the
+ * interrupted registers reads and checks what following the frame record
+ * does, to the same words and reasons, and walk_fast() may do it.
+ */
+static bool frame_pointer_row(const struct rs_cfi_object *o, uintptr_t pc, uintptr_t fp, uintptr_t sp)
+{
+	struct rs_cfi_row row;
+
+	return fp >= sp && rs_cfi_row_at(o, pc, &row) == 0 && row.ra_rule == RS_CFI_OFFSET && row.cfa_on_fp &&
+	       row.cfa_off == (int64_t)RS_ARCH_FRAME_SIZE &&
+	       row.ra_off == RS_ARCH_FRAME_RA * (int64_t)RS_W - (int64_t)RS_ARCH_FRAME_SIZE &&
+	       row.fp_rule == RS_CFI_OFFSET &&
+	       row.fp_off == RS_ARCH_FRAME_NEXT * (int64_t)RS_W - (int64_t)RS_ARCH_FRAME_SIZE;
+}
+
+/*
  * The stack checker: does the frame record at @fp, which the frame-pointer
  * chain gives the function at @pc (an interrupted instruction if @exact,
  * else a return address into it), lie where that function's CFI puts its
@@ -1090,7 +1109,7 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 			words[0] = code_word(&pv, w->pc, !abs, &reasons);
 			n0 = 1;
 			seq = pv.seq;
-			if (interrupted_cfi(&pv, w->pc))
+			if (interrupted_cfi(&pv, w->pc) && !frame_pointer_row(interrupted_cfi(&pv, w->pc), w->pc, w->fp, w->sp))
 				goto general; /* walk_once() follows its CFI; walk_fast() never does */
 		} else {
 			/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
