@@ -561,6 +561,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	const bool check = w->flags & RELSTACK_CAPTURE_CHECK;
 	uintptr_t owner_pc = w->pc;
 	bool owner_exact = true;
+	uintptr_t uc; /* a signal frame's ucontext: the CFA of the handler */
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
@@ -652,10 +653,11 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			word = unknown_word(ra, relative);
 		} else if (rs_unlikely(rs_objtab_view_is_restorer(v, ra))) {
 			/* A signal frame: continue in the context the kernel saved. */
-			uintptr_t uc = rs_arch_sigframe_context(fp);
 			struct rs_arch_context c;
 			const struct rs_stack_range *nr;
 
+			uc = rs_arch_sigframe_context(fp);
+cross:
 			reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
 			if (out == out_end)
 				goto truncated;
@@ -792,13 +794,9 @@ cfi:
 					word = unknown_word(pc, relative);
 					t.on = false;
 				} else if (rs_unlikely(rs_objtab_view_is_restorer(v, pc))) {
-					/* a handler in code without frame pointers: no frame record to cross from */
-					reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
-					if (out == out_end)
-						goto truncated;
-					*out++ = RS_NATIVE_SIGNAL;
-					markers++;
-					goto walk_end;
+					/* the handler returns to the signal trampoline: its CFA is the ucontext */
+					uc = sp;
+					goto cross;
 				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 					co = rs_cfi_object_of(pc);
 					if (co)
