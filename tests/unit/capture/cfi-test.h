@@ -71,9 +71,16 @@ static inline uintptr_t cfi_ra_of_kind(const struct rs_cfi_object *o, enum row_k
 			}
 			break;
 		case ROW_UNSUPPORTED:
-			/* not a signal trampoline's FDE (refused too, and the walk knows it by address) */
-			if (err == -ENOTSUP && pc + 1 != crt_restorer() && pc != crt_restorer())
-				return pc + 1;
+			/*
+			 * The first row of an FDE the reader refuses (a CFA given by an
+			 * expression, as in the PLT), not a signal trampoline's FDE
+			 * (refused as a whole; the walk knows the trampoline by address).
+			 */
+			if (err || (uintptr_t)(crt_restorer() - pc) < 64)
+				break;
+			for (uintptr_t a = pc + 1; a < pc + 64; a++)
+				if (rs_cfi_row_at(o, a, &r) == -ENOTSUP)
+					return a + 1;
 			break;
 		}
 	}

@@ -1079,6 +1079,8 @@ int main(void)
 		cmocka_unit_test(thread_chain_through_a_library_is_resumed_and_equal),
 	};
 
+	if (getenv("RS_TEST_SEED")) /* another run of the random stacks, replayable */
+		rng = strtoull(getenv("RS_TEST_SEED"), NULL, 0) | 1;
 	if (image_new(&img) || image_new(&himg) || find_objects()) {
 		fprintf(stderr, "setup failed: stack images, or objects not as the tests need them\n");
 		return 1;
