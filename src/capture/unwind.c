@@ -659,6 +659,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			uc = rs_arch_sigframe_context(fp);
 cross:
 			reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
+			t.on = false; /* what follows depends on the ucontext, which no slot compares */
 			if (out == out_end)
 				goto truncated;
 			*out++ = RS_NATIVE_SIGNAL;
@@ -843,7 +844,7 @@ cfi:
 				reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
 			if (!skip && !check)
 				fast_range_set(&f, v, relative);
-			else
+			else if (skip && !(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 				pass_ra = ra; /* what walk_fast() may take for granted next time */
 		}
 write:

@@ -642,6 +642,59 @@ static void cfi_rows_read_again_from_the_cache_are_the_same(void **state)
 	assert_true(rows > o->count);
 }
 
+/*
+ * A walk whose tail (the frames followed by CFI to the end) crossed a
+ * signal frame after an earlier one: the frames past the second one
+ * depend on its ucontext, so the tail must not be cached.  Otherwise a
+ * later walk through the same frame record, with no signal frame before
+ * it, would replay the tail without the SIGNAL marker and the interrupted
+ * function, as reliable.
+ */
+static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
+{
+	const struct rs_cfi_object *o = crt_cfi();
+	uintptr_t entry = cfi_ra_of_kind(o, ROW_ENTRY), outer = cfi_ra_of_kind(o, ROW_OUTERMOST);
+	size_t uw = sizeof(ucontext_t) / sizeof(uintptr_t);
+	size_t x = 8 + 2 + uw + 8; /* the interrupted stack pointer of the second signal */
+	size_t f = x + 2;          /* a frame record whose return address is into the C runtime (entry row) */
+	size_t u1 = f + 3;         /* the C runtime function's CFA: the first signal's ucontext */
+	size_t z = u1 + uw + 8;    /* the first signal's interrupted stack pointer */
+	uint64_t words[32], ref[32];
+	struct relstack_verdict v, rv;
+	struct rs_walk w;
+	size_t n, rn;
+	ucontext_t *uc;
+
+	assert_true(entry && outer && z + 4 < STACK_WORDS);
+	/* capture <- handler <- SIGNAL | f <- (C runtime) <- SIGNAL | interrupted at an entry row <- outermost */
+	frame(4, slot(8), fp_text());
+	signal_frame(8, lib_fp_text() + 3, slot(x), slot(f));
+	frame(f, 0x7777, entry);
+	stk[f + 2] = crt_restorer();
+	uc = (ucontext_t *)(void *)&stk[u1];
+	memset(uc, 0, sizeof(*uc));
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(entry - 1);
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)slot(z);
+	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)0x7777;
+	stk[z] = outer;
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 32, &v);
+	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
+	/* the same frames from f on, reached without the second signal: by the fast walk, then the general one */
+	for (int i = 0; i < 2; i++) {
+		frame(4, slot(f), i ? lib_fp_text() + 7 : fp_text());
+		fake_walk(&w, slot(4));
+		n = rs_unwind_walk(&w, words, 32, &v);
+		w.flags = RS_WALK_COMPLETE;
+		rn = rs_unwind_walk(&w, ref, 32, &rv);
+		assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
+		assert_int_equal(rv.reasons, v.reasons);
+		assert_int_equal(n, rn);
+		assert_memory_equal(words, ref, n * sizeof(words[0]));
+		assert_true(words[2] == RS_NATIVE_SIGNAL);
+	}
+}
+
 static void unknown_stack_reads_nothing(void **state)
 {
 	uint64_t words[16];
@@ -827,6 +880,7 @@ int main(void)
 		cmocka_unit_test_setup(c_runtime_frames_are_followed_by_their_cfi_to_the_end, clear_stack),
 		cmocka_unit_test_setup(c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object, clear_stack),
 		cmocka_unit_test(cfi_rows_read_again_from_the_cache_are_the_same),
+		cmocka_unit_test_setup(a_tail_that_crossed_a_signal_frame_is_not_cached, clear_stack),
 		cmocka_unit_test_setup(unknown_stack_reads_nothing, clear_stack),
 		cmocka_unit_test(reason_strings_are_stable_short_names),
 		cmocka_unit_test(bad_arguments_are_refused),
