@@ -1102,13 +1102,15 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 			/* the interrupted pc's word, as walk_once() finds it; walk_fast() checks seq at its end */
 			struct rs_objtab_view pv;
 			struct fast_range unused;
+			const struct rs_cfi_object *ico;
 
 			rs_objtab_begin(&pv);
 			fast_cache_load(&unused, &pv, !abs, false);
 			words[0] = code_word(&pv, w->pc, !abs, &reasons);
 			n0 = 1;
 			seq = pv.seq;
-			if (interrupted_cfi(&pv, w->pc) && !frame_pointer_row(interrupted_cfi(&pv, w->pc), w->pc, w->fp, w->sp))
+			ico = interrupted_cfi(&pv, w->pc);
+			if (ico && !frame_pointer_row(ico, w->pc, w->fp, w->sp))
 				goto general; /* walk_once() follows its CFI; walk_fast() never does */
 		} else {
 			/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */

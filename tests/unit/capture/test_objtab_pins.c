@@ -122,21 +122,33 @@ static void a_capture_in_a_destructor_run_by_dlclose_says_objects_changing(void 
 	assert_true(unload_words[1] == f.marker_unknown);
 }
 
-static void without_pins_a_library_is_changing_and_its_frames_name_nothing(void **state)
+/*
+ * Pins off, a fresh table, and librs_swap_c.so loaded and listed: changing.
+ * Returns its handle; *call is its swap_c_call.
+ */
+static void *load_unpinned(void **call)
 {
 	char path[PATH_MAX];
-	void (*call)(void (*)(void));
-	struct relstack_format f;
-	void *h, *p;
+	void *h;
 
 	rs_objtab_set_pinning(false);
 	assert_int_equal(rs_objtab_reset(RS_OBJTAB_SLOTS), 0);
 	lib_path(path, sizeof(path), "c");
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	assert_non_null(h);
-	p = sym(h, "swap_c_call");
+	*call = sym(h, "swap_c_call");
 	assert_true(relstack_objtab__refresh() > 0);
-	assert_true(flags_at((uintptr_t)p) & RS_OBJECT_CHANGING);
+	assert_true(flags_at((uintptr_t)*call) & RS_OBJECT_CHANGING);
+	return h;
+}
+
+static void without_pins_a_library_is_changing_and_its_frames_name_nothing(void **state)
+{
+	void (*call)(void (*)(void));
+	struct relstack_format f;
+	void *h, *p;
+
+	h = load_unpinned(&p);
 	/* what the loader never unloads stays trusted */
 	assert_false(flags_at((uintptr_t)&printf) & RS_OBJECT_CHANGING);
 
@@ -174,18 +186,10 @@ __attribute__((noinline)) static void *skipping_thread(void *arg)
 
 static void a_skipped_frame_in_a_changing_library_still_says_objects_changing(void **state)
 {
-	char path[PATH_MAX];
 	pthread_t t;
 	void *h, *p;
 
-	rs_objtab_set_pinning(false);
-	assert_int_equal(rs_objtab_reset(RS_OBJTAB_SLOTS), 0);
-	lib_path(path, sizeof(path), "c");
-	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	assert_non_null(h);
-	p = sym(h, "swap_c_call");
-	assert_true(relstack_objtab__refresh() > 0);
-	assert_true(flags_at((uintptr_t)p) & RS_OBJECT_CHANGING);
+	h = load_unpinned(&p);
 	memcpy(&skip_call, &p, sizeof(skip_call));
 	/* the same stack three times: later walks may use what the first learned, never to vouch for it */
 	skip_calls = 0;
