@@ -2,12 +2,14 @@
 /*
  * libFuzzer target: the CFI readers of the capture side.  The input is
  * one object's read-only segment: an .eh_frame_hdr at its start, its
- * .eh_frame anywhere after.  cfi.c's rows are asked for at addresses the
- * input's last bytes choose, and at every FDE start the table lists;
+ * .eh_frame anywhere after.  cfi.c compiles it into a table, whose rows
+ * are then asked for at addresses the input's last bytes choose, and at
+ * the start of each row;
  * fpcheck.c reads the same bytes through a made-up program header table
  * (the segment also stands for the object's text, so the signal
  * trampoline search reads it too).  Every read must stay in the input.
  */
+#include <errno.h>
 #include <link.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct rs_cfi_object o = { 0 };
+	struct rs_cfi_table *t;
 	struct rs_cfi_row row;
 	struct rs_fp_facts facts;
 	struct dl_phdr_info info = { 0 };
@@ -38,18 +40,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(seg, data, size);
 	lo = (uintptr_t)seg;
 	hi = lo + size;
-	o.start = lo;
-	o.end = hi;
-	if (rs_cfi_object_table(&o, lo, lo, hi)) {
-		for (size_t i = 0; i < 8; i++)
-			rs_cfi_row_at(&o, lo + data[size - 1 - i] * (size / 256 + 1), &row);
-		for (uint32_t i = 0; i < o.count && i < 64; i++) {
-			int32_t rel;
+	t = rs_cfi_table_compile(lo, lo, hi, lo);
+	if (t) {
+		uintptr_t prev = 0, start;
 
-			memcpy(&rel, o.table + (size_t)i * 8, sizeof(rel));
-			rs_cfi_row_at(&o, o.hdr + (intptr_t)rel, &row);
-			rs_cfi_row_at(&o, o.hdr + (intptr_t)rel + 3, &row);
+		for (size_t i = 0; i < 8; i++)
+			rs_cfi_row_at(t, lo + data[size - 1 - i] * (size / 256 + 1), &row);
+		for (uint32_t i = 0; i < rs_cfi_table_rows(t) && i < 256; i++) {
+			if (rs_cfi_table_row(t, i, &start, &row) == -ERANGE || (i && start <= prev))
+				abort(); /* rows must be sorted, each starting after the one before */
+			prev = start;
+			rs_cfi_row_at(t, start, &row);
+			rs_cfi_row_at(t, start + 3, &row);
 		}
+		rs_cfi_table_free(t);
 	}
 	memset(ph, 0, sizeof(ph));
 	ph[0].p_type = PT_LOAD;

@@ -1,30 +1,31 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Rows of the CFI of the objects that are never unloaded (cfi.h).
+ * Compiled CFI tables (cfi.h).
  *
- * Owns rs_cfi_objects[], written once by the library's constructor before
- * any capture can run, read-only afterwards.  A lookup is the binary
- * search of .eh_frame_hdr's table, then the FDE's CIE and the two
- * instruction lists run up to the pc, keeping only what the walk uses:
- * the CFA rule, the return address rule and the frame pointer's rule.
- * Rules for other registers are read past: the walk recovers only these.
+ * Building (scan time, one writer: the object table's): for every FDE
+ * .eh_frame_hdr lists, its CIE's and its own instructions are run from
+ * the FDE's first address to its last, and each location they advance to
+ * closes a row holding the rules so far (struct run, emit()).  Only the
+ * CFA, the return address and the frame pointer are kept; rows equal to
+ * the one before are merged, and the end of an FDE not followed at once
+ * by another is a gap row.  The rows are compiled into a heap buffer,
+ * then copied into the table's region with relaxed stores (readers may
+ * still be reading a region given back and reused: see cfi.h).
  *
- * Async-signal-safe: no lock, no allocation, no system call; every read
- * inside the object's segment [lo, hi), a bounded state stack; rows found
- * are kept in a lock-free cache (row_cache).
+ * Looking up (the capture path): a binary search of the code offsets,
+ * relaxed loads only, every index below the region's capacity.  No lock,
+ * no allocation, no system call.
  */
-#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <link.h>
-#include <sys/auxv.h>
+#include <sys/mman.h>
 
 #include "capture/cfi-parse.h"
 #include "capture/cfi.h"
 #include "capture/unwind-local.h"
-
-struct rs_cfi_object rs_cfi_objects[RS_CFI_OBJECTS];
-unsigned rs_cfi_nobjects;
 
 /* DW_EH_PE_datarel | DW_EH_PE_sdata4: the table encoding every linker writes. */
 #define RS_EH_TABLE_ENC 0x3b
@@ -47,13 +48,18 @@ struct state {
 /* remember_state nesting; GCC and glibc's assembly use one level. */
 #define STATE_DEPTH 4
 
+struct builder;
+
 struct run {
 	struct state st, initial, saved[STATE_DEPTH];
 	unsigned depth;
-	uintptr_t loc, pc;
+	uintptr_t loc, end; /* end: the FDE's; no row starts at or past it */
 	const struct cie *cie;
+	struct builder *b; /* where each row closed by an advance goes */
 	bool in_fde; /* restore takes the CIE's rules (only in an FDE) */
 };
+
+static void emit(struct builder *b, uintptr_t loc, const struct state *st);
 
 static void set_rule(struct run *r, uint64_t reg, uint8_t kind, int64_t off)
 {
@@ -81,14 +87,15 @@ static inline int64_t factored(uint64_t v, int64_t factor)
 	return (int64_t)(v * (uint64_t)factor);
 }
 
-/* Move to @loc; true when the row at pc is complete (loc passed it). */
-static inline bool advance(struct run *r, uintptr_t loc)
+/* Move to @loc: the rules so far hold from the current location up to it. */
+static inline void advance(struct run *r, uintptr_t loc)
 {
+	if (loc > r->loc && r->loc < r->end)
+		emit(r->b, r->loc, &r->st);
 	r->loc = loc;
-	return loc > r->pc;
 }
 
-/* Run instructions [p, end) up to pc.  Returns false for malformed CFI. */
+/* Run instructions [p, end).  Returns false for malformed CFI. */
 static bool run_insns(struct run *r, const unsigned char *p, const unsigned char *end)
 {
 	struct cursor c = { p, end, false };
@@ -102,8 +109,7 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 
 		switch (op >> 6) {
 		case 1: /* advance_loc */
-			if (advance(r, r->loc + (op & 0x3f) * ca))
-				return true;
+			advance(r, r->loc + (op & 0x3f) * ca);
 			continue;
 		case 2: /* offset */
 			set_rule(r, op & 0x3f, RS_CFI_OFFSET, factored(get_uleb(&c), da));
@@ -118,12 +124,11 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 			n = encoded_size(r->cie->fde_enc);
 			if (!n)
 				return false;
-			if (advance(r, get_encoded(&c, r->cie->fde_enc, 0)))
-				return !c.bad;
+			advance(r, get_encoded(&c, r->cie->fde_enc, 0));
 			break;
-		case 0x02: if (advance(r, r->loc + get_u(&c, 1) * ca)) return !c.bad; break;
-		case 0x03: if (advance(r, r->loc + get_u(&c, 2) * ca)) return !c.bad; break;
-		case 0x04: if (advance(r, r->loc + get_u(&c, 4) * ca)) return !c.bad; break;
+		case 0x02: advance(r, r->loc + get_u(&c, 1) * ca); break;
+		case 0x03: advance(r, r->loc + get_u(&c, 2) * ca); break;
+		case 0x04: advance(r, r->loc + get_u(&c, 4) * ca); break;
 		case 0x05: /* offset_extended */
 			reg = get_uleb(&c);
 			set_rule(r, reg, RS_CFI_OFFSET, factored(get_uleb(&c), da));
@@ -205,215 +210,328 @@ static inline int32_t table_word(const unsigned char *p)
 	return v;
 }
 
-static int row_compute(const struct rs_cfi_object *o, uintptr_t pc, struct rs_cfi_row *row)
+/* ---- rows ---- */
+
+/*
+ * A compiled row, three 16-bit words:
+ *   0: bits 0-2 the kind (enum kind), 3-4 the frame pointer's rule,
+ *      5 "scaled" (the two offsets below count words, not bytes),
+ *      8-15 the return address's offset from the CFA, in bytes (int8)
+ *   1: the CFA's offset from its register (int16)
+ *   2: the frame pointer's offset from the CFA (int16)
+ * All zero is a gap: a region emptied reads as no rows.
+ */
+enum kind { KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP = 3, KIND_CFA_FP = 4 };
+
+#define ROW_SCALED 0x20u
+
+struct packed {
+	uint16_t w[3];
+};
+
+static const struct packed row_gap = { { KIND_GAP, 0, 0 } };
+static const struct packed row_unsupported = { { KIND_UNSUPPORTED, 0, 0 } };
+
+/* The rules of @st as a row the walk can use; -ENOTSUP if it cannot. */
+static int row_of(const struct state *st, struct rs_cfi_row *row)
 {
-	const unsigned char *seg_end = (const unsigned char *)o->hi, *body, *cbody;
-	uint32_t lo = 0, hi = o->count;
-	uintptr_t fde, cie_at, begin, range;
+	memset(row, 0, sizeof(*row));
+	if (st->ra.kind == RS_CFI_UNDEFINED) {
+		row->ra_rule = RS_CFI_UNDEFINED; /* the outermost frame: no CFA needed */
+		return 0;
+	}
+	if (st->ra.kind != RS_CFI_OFFSET || st->cfa_expr ||
+	    (st->cfa_reg != RS_ARCH_DWARF_SP && st->cfa_reg != RS_ARCH_DWARF_FP) || st->fp.kind == RULE_UNSUPPORTED)
+		return -ENOTSUP;
+	row->cfa_on_fp = st->cfa_reg == RS_ARCH_DWARF_FP;
+	row->cfa_off = st->cfa_off;
+	row->ra_rule = RS_CFI_OFFSET;
+	row->ra_off = st->ra.off;
+	row->fp_rule = st->fp.kind == RULE_NONE ? RS_CFI_SAME : st->fp.kind;
+	row->fp_off = st->fp.off;
+	return 0;
+}
+
+static inline bool fits16(int64_t v)
+{
+	return v == (int16_t)v;
+}
+
+/* @row packed; unsupported where an offset does not fit the form. */
+static struct packed pack(int err, const struct rs_cfi_row *row)
+{
+	struct packed p = row_unsupported;
+	int64_t cfa = row->cfa_off, fp = row->fp_rule == RS_CFI_OFFSET ? row->fp_off : 0;
+	unsigned scaled = 0;
+
+	if (err)
+		return p;
+	if (row->ra_rule == RS_CFI_UNDEFINED) {
+		p.w[0] = KIND_OUTERMOST;
+		return p;
+	}
+	if (row->ra_off != (int8_t)row->ra_off)
+		return p;
+	if (!fits16(cfa) || !fits16(fp)) {
+		/* a large frame: its offsets in words, if they are whole words */
+		if (cfa % (int64_t)sizeof(uintptr_t) || fp % (int64_t)sizeof(uintptr_t) || !fits16(cfa / (int64_t)sizeof(uintptr_t)) ||
+		    !fits16(fp / (int64_t)sizeof(uintptr_t)))
+			return p;
+		cfa /= (int64_t)sizeof(uintptr_t);
+		fp /= (int64_t)sizeof(uintptr_t);
+		scaled = ROW_SCALED;
+	}
+	p.w[0] = (uint16_t)((row->cfa_on_fp ? KIND_CFA_FP : KIND_CFA_SP) | (unsigned)row->fp_rule << 3 | scaled |
+			    (unsigned)(uint8_t)(int8_t)row->ra_off << 8);
+	p.w[1] = (uint16_t)(int16_t)cfa;
+	p.w[2] = (uint16_t)(int16_t)fp;
+	return p;
+}
+
+static int unpack(const struct packed *p, struct rs_cfi_row *row)
+{
+	unsigned kind = p->w[0] & 7;
+	int64_t scale = (p->w[0] & ROW_SCALED) ? (int64_t)sizeof(uintptr_t) : 1;
+
+	memset(row, 0, sizeof(*row));
+	switch (kind) {
+	case KIND_GAP:
+		return -ENOENT;
+	case KIND_OUTERMOST:
+		row->ra_rule = RS_CFI_UNDEFINED;
+		return 0;
+	case KIND_CFA_SP:
+	case KIND_CFA_FP:
+		row->cfa_on_fp = kind == KIND_CFA_FP;
+		row->ra_rule = RS_CFI_OFFSET;
+		row->ra_off = (int8_t)(uint8_t)(p->w[0] >> 8);
+		row->fp_rule = (p->w[0] >> 3) & 3;
+		row->cfa_off = (int16_t)p->w[1] * scale;
+		row->fp_off = row->fp_rule == RS_CFI_OFFSET ? (int16_t)p->w[2] * scale : 0;
+		if (row->fp_rule > RS_CFI_UNDEFINED)
+			return -ENOTSUP;
+		return 0;
+	default:
+		return -ENOTSUP;
+	}
+}
+
+/* ---- building ---- */
+
+struct builder {
+	uintptr_t bias;
+	uint32_t *ip;
+	struct packed *row;
+	uint32_t n, cap;
+	bool nomem;
+	struct rs_cfi_stats stats;
+};
+
+/* Append a row from code offset loc - bias on; rows only go forwards. */
+static void add(struct builder *b, uintptr_t loc, struct packed p)
+{
+	uint64_t off = (uint64_t)(loc - b->bias);
+
+	if (loc < b->bias || off > UINT32_MAX || b->nomem)
+		return;
+	if (b->n && off < b->ip[b->n - 1])
+		return; /* overlapping FDEs: the first one's rows stand */
+	if (b->n && off == b->ip[b->n - 1]) {
+		b->n--; /* an FDE starting where the last one ended: its row, not the gap */
+		if (b->n && memcmp(&b->row[b->n - 1], &p, sizeof(p)) == 0)
+			return;
+	} else if (b->n && memcmp(&b->row[b->n - 1], &p, sizeof(p)) == 0) {
+		return; /* the same rules go on */
+	}
+	if (b->n == b->cap) {
+		uint32_t cap = b->cap ? b->cap * 2 : 1024;
+		uint32_t *ip = realloc(b->ip, (size_t)cap * sizeof(*ip));
+		struct packed *row;
+
+		if (ip)
+			b->ip = ip;
+		row = ip ? realloc(b->row, (size_t)cap * sizeof(*row)) : NULL;
+		if (!row) {
+			b->nomem = true;
+			return;
+		}
+		b->row = row;
+		b->cap = cap;
+	}
+	b->ip[b->n] = (uint32_t)off;
+	b->row[b->n++] = p;
+}
+
+static void emit(struct builder *b, uintptr_t loc, const struct state *st)
+{
+	struct rs_cfi_row row;
+	int err = row_of(st, &row);
+
+	add(b, loc, pack(err, &row));
+}
+
+/* The FDE at @fde (inside [lo, hi)): its rows, then a gap where it ends. */
+static void compile_fde(struct builder *b, uintptr_t fde, uintptr_t lo, uintptr_t hi, uintptr_t listed_pc,
+			uintptr_t *last_cie)
+{
+	const unsigned char *seg_end = (const unsigned char *)hi, *body, *cbody;
+	uintptr_t cie_at, begin, range;
 	uint64_t len, clen;
 	struct cursor c;
 	struct cie cie;
 	struct run r;
 
-	if (!hi)
-		return -ENOENT;
-	/* the last entry whose pc is <= @pc (the table is sorted by pc) */
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (o->hdr + (intptr_t)table_word(o->table + (size_t)mid * 8) <= pc)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if (o->hdr + (intptr_t)table_word(o->table + (size_t)lo * 8) > pc)
-		return -ENOENT;
-	fde = o->hdr + (intptr_t)table_word(o->table + (size_t)lo * 8 + 4);
-	if (fde < o->lo || fde >= o->hi)
-		return -ENOTSUP;
 	len = entry_length((const unsigned char *)fde, seg_end, &body);
 	if (!len)
-		return -ENOTSUP;
+		goto unreadable;
 	c = (struct cursor){ body, body + len, false };
 	cie_at = (uintptr_t)body - (uint32_t)get_u(&c, 4);
-	if (c.bad || cie_at == (uintptr_t)body || cie_at < o->lo || cie_at >= o->hi)
-		return -ENOTSUP;
+	if (c.bad || cie_at == (uintptr_t)body || cie_at < lo || cie_at >= hi)
+		goto unreadable;
 	clen = entry_length((const unsigned char *)cie_at, seg_end, &cbody);
 	if (!clen || table_word(cbody) != 0 || !parse_cie(cbody + 4, cbody + clen, &cie))
-		return -ENOTSUP;
-	if (cie.signal || cie.ra_reg != RS_ARCH_DWARF_RA)
-		return -ENOTSUP;
+		goto unreadable;
 	begin = get_encoded(&c, cie.fde_enc, 0);
 	range = get_encoded(&c, cie.fde_enc & 0x0f, 0);
 	if (cie.has_z)
 		skip(&c, get_uleb(&c));
-	if (c.bad)
-		return -ENOTSUP;
-	if (pc - begin >= range)
-		return -ENOENT;
+	if (c.bad || begin + range < begin)
+		goto unreadable;
+	b->stats.fdes++;
+	b->stats.cfi_bytes += (uint64_t)(c.end - (const unsigned char *)fde);
+	if (cie_at != *last_cie)
+		b->stats.cfi_bytes += (uint64_t)(cbody + clen - (const unsigned char *)cie_at);
+	*last_cie = cie_at;
+	if (!range)
+		return;
+	if (cie.signal || cie.ra_reg != RS_ARCH_DWARF_RA) {
+		/* a signal trampoline's FDE: the walk knows the trampoline by its address */
+		add(b, begin, row_unsupported);
+		add(b, begin + range, row_gap);
+		return;
+	}
 
 	memset(&r, 0, sizeof(r));
 	r.st.cfa_reg = UINT64_MAX;
 	r.st.fp.kind = r.st.ra.kind = RULE_NONE;
 	r.loc = begin;
-	r.pc = pc;
+	r.end = begin + range;
 	r.cie = &cie;
+	r.b = b;
 	if (!run_insns(&r, cie.insns, cie.insns_end))
-		return -ENOTSUP;
+		goto malformed;
 	r.initial = r.st;
 	r.in_fde = true;
 	r.depth = 0;
-	if (r.loc <= pc && !run_insns(&r, c.p, c.end))
-		return -ENOTSUP;
-
-	memset(row, 0, sizeof(*row));
-	if (r.st.ra.kind == RS_CFI_UNDEFINED) {
-		row->ra_rule = RS_CFI_UNDEFINED; /* the outermost frame: no CFA needed */
-		return 0;
-	}
-	if (r.st.ra.kind != RS_CFI_OFFSET || r.st.cfa_expr ||
-	    (r.st.cfa_reg != RS_ARCH_DWARF_SP && r.st.cfa_reg != RS_ARCH_DWARF_FP))
-		return -ENOTSUP;
-	if (r.st.fp.kind == RULE_UNSUPPORTED)
-		return -ENOTSUP;
-	row->cfa_on_fp = r.st.cfa_reg == RS_ARCH_DWARF_FP;
-	row->cfa_off = r.st.cfa_off;
-	row->ra_rule = RS_CFI_OFFSET;
-	row->ra_off = r.st.ra.off;
-	row->fp_rule = r.st.fp.kind == RULE_NONE ? RS_CFI_SAME : r.st.fp.kind;
-	row->fp_off = r.st.fp.off;
-	return 0;
+	if (!run_insns(&r, c.p, c.end))
+		goto malformed;
+	if (r.loc < begin + range)
+		emit(b, r.loc, &r.st);
+	add(b, begin + range, row_gap);
+	return;
+malformed:
+	/* the rows up to where the instructions went wrong stand (as far as they reached) */
+	if (r.loc < begin + range)
+		add(b, r.loc < begin ? begin : r.loc, row_unsupported);
+	add(b, begin + range, row_gap);
+	return;
+unreadable:
+	/* where the FDE ends is unknown: unsupported up to the next one */
+	add(b, listed_pc, row_unsupported);
 }
+
+/* ---- regions ---- */
 
 /*
- * Rows already found, shared by every thread: a row of these objects never
- * changes, and finding one (the search, the CIE, the instructions up to
- * the address) costs far more than a frame-pointer frame.  Direct-mapped
- * by address; each entry is a sequence lock taken by compare-and-swap:
- *
- *   fill:  F1  seq even and CAS seq -> seq + 1, else give up (another
- *              writer, maybe the code this signal handler interrupted)
- *          F2  store pc and the packed row (relaxed atomics)
- *          F3  seq + 2 (release)
- *   read:  R1  s = seq (acquire); odd or 0: a miss
- *          R2  load pc and the packed row
- *          R3  seq == s (after an acquire fence), and pc is the address
- *
- * R3 pairs with F1 and F3: a row read while a fill ran, or across one, is
- * not used.  A miss computes the row, as without the cache.
+ * Regions given back, emptied, for the next tables: never unmapped (see
+ * "Lifetime" in cfi.h).  A region that does not fit this list is kept
+ * mapped and empty, unused.
  */
-#define ROW_CACHE 512u
+#define FREE_REGIONS 64
 
-struct row_entry {
-	_Atomic uint64_t seq;
-	_Atomic uintptr_t pc;
-	_Atomic uint64_t w0, w1; /* the row packed: see row_pack() */
-};
+static struct {
+	pthread_mutex_t lock;
+	struct {
+		void *mem;
+		size_t size;
+	} free[FREE_REGIONS];
+	unsigned nfree;
+} R = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static struct row_entry row_cache[ROW_CACHE];
-
-/* w0: cfa_off, ra_off; w1: fp_off, the rules and flags, and the result */
-static bool row_pack(int err, const struct rs_cfi_row *r, uint64_t *w0, uint64_t *w1)
+static inline _Atomic uint32_t *table_ip(const struct rs_cfi_table *t)
 {
-	if (r->cfa_off != (int32_t)r->cfa_off || r->ra_off != (int32_t)r->ra_off || r->fp_off != (int32_t)r->fp_off)
-		return false;
-	*w0 = (uint32_t)(int32_t)r->cfa_off | (uint64_t)(uint32_t)(int32_t)r->ra_off << 32;
-	*w1 = (uint32_t)(int32_t)r->fp_off | (uint64_t)r->cfa_on_fp << 32 | (uint64_t)(r->ra_rule & 3) << 33 |
-	      (uint64_t)(r->fp_rule & 3) << 35 | (uint64_t)(uint8_t)(-err) << 40;
-	return true;
+	return (_Atomic uint32_t *)(uintptr_t)(t + 1);
 }
 
-static int row_unpack(uint64_t w0, uint64_t w1, struct rs_cfi_row *r)
+static inline _Atomic uint16_t *table_rows(const struct rs_cfi_table *t, uint32_t cap)
 {
-	r->cfa_off = (int32_t)(uint32_t)w0;
-	r->ra_off = (int32_t)(uint32_t)(w0 >> 32);
-	r->fp_off = (int32_t)(uint32_t)w1;
-	r->cfa_on_fp = (w1 >> 32) & 1;
-	r->ra_rule = (w1 >> 33) & 3;
-	r->fp_rule = (w1 >> 35) & 3;
-	return -(int)(uint8_t)(w1 >> 40);
+	return (_Atomic uint16_t *)(uintptr_t)(table_ip(t) + cap);
 }
 
-int rs_cfi_row_at(const struct rs_cfi_object *o, uintptr_t pc, struct rs_cfi_row *row)
-{
-	struct row_entry *e = &row_cache[(pc ^ pc >> 9) % ROW_CACHE];
-	uint64_t s, w0, w1;
-	uintptr_t epc;
-	int err;
+_Static_assert(sizeof(struct rs_cfi_table) % sizeof(uint32_t) == 0, "the code offsets follow the head");
 
-	/* R1: pairs with F3 */
-	s = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if (s && !(s & 1)) {
-		/* R2 */
-		epc = atomic_load_explicit(&e->pc, memory_order_relaxed);
-		w0 = atomic_load_explicit(&e->w0, memory_order_relaxed);
-		w1 = atomic_load_explicit(&e->w1, memory_order_relaxed);
-		/* R3: pairs with F1 */
-		atomic_thread_fence(memory_order_acquire);
-		if (atomic_load_explicit(&e->seq, memory_order_relaxed) == s && epc == pc)
-			return row_unpack(w0, w1, row);
+/* A region for @rows rows: an emptied one that fits without wasting half of it, or a new one. */
+static struct rs_cfi_table *region_get(uint32_t rows)
+{
+	size_t page = 4096, need = sizeof(struct rs_cfi_table) + (size_t)rows * RS_CFI_ROW_BYTES, size = 0;
+	struct rs_cfi_table *t = NULL;
+	unsigned best = FREE_REGIONS;
+
+	need = (need + page - 1) & ~(page - 1);
+	pthread_mutex_lock(&R.lock);
+	for (unsigned i = 0; i < R.nfree; i++)
+		if (R.free[i].size >= need && R.free[i].size / 2 <= need &&
+		    (best == FREE_REGIONS || R.free[i].size < R.free[best].size))
+			best = i;
+	if (best != FREE_REGIONS) {
+		t = R.free[best].mem;
+		size = R.free[best].size;
+		R.free[best] = R.free[--R.nfree];
 	}
-	memset(row, 0, sizeof(*row));
-	err = row_compute(o, pc, row);
-	if (row_pack(err, row, &w0, &w1)) {
-		s = atomic_load_explicit(&e->seq, memory_order_relaxed);
-		/* F1 */
-		if (!(s & 1) && atomic_compare_exchange_strong_explicit(&e->seq, &s, s + 1, memory_order_acquire,
-									 memory_order_relaxed)) {
-			atomic_thread_fence(memory_order_release);
-			/* F2 */
-			atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
-			atomic_store_explicit(&e->w0, w0, memory_order_relaxed);
-			atomic_store_explicit(&e->w1, w1, memory_order_relaxed);
-			/* F3: pairs with R1 */
-			atomic_store_explicit(&e->seq, s + 2, memory_order_release);
-		}
+	pthread_mutex_unlock(&R.lock);
+	if (!t) {
+		void *m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED)
+			return NULL;
+		t = m;
+		size = need;
 	}
-	return err;
+	t->size = size;
+	atomic_store_explicit(&t->n, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->cap, (uint32_t)((size - sizeof(*t)) / RS_CFI_ROW_BYTES), memory_order_relaxed);
+	return t;
 }
 
-/* The object's span, and its .eh_frame_hdr search table if it has a usable one. */
-static bool cfi_object_set(const struct dl_phdr_info *info, struct rs_cfi_object *o)
+void rs_cfi_table_free(struct rs_cfi_table *t)
 {
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	size_t size;
 
-	memset(o, 0, sizeof(*o));
-	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD) {
-			if (s < lo)
-				lo = s;
-			if (s + ph->p_memsz > hi)
-				hi = s + ph->p_memsz;
-		}
+	if (!t)
+		return;
+	size = t->size;
+	/* the pages read as zero from now on: cap 0, no rows */
+	madvise(t, size, MADV_DONTNEED);
+	pthread_mutex_lock(&R.lock);
+	if (R.nfree < FREE_REGIONS) {
+		R.free[R.nfree].mem = t;
+		R.free[R.nfree++].size = size;
 	}
-	if (lo >= hi)
-		return false;
-	o->start = lo;
-	o->end = hi;
-	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t hdr = info->dlpi_addr + ph->p_vaddr, seg_lo, seg_hi;
-
-		if (ph->p_type == PT_GNU_EH_FRAME && load_segment(info, hdr, &seg_lo, &seg_hi)) {
-			rs_cfi_object_table(o, hdr, seg_lo, seg_hi);
-			break;
-		}
-	}
-	return true; /* without a table: known, and every lookup in it fails */
+	pthread_mutex_unlock(&R.lock);
 }
 
-bool rs_cfi_object_table(struct rs_cfi_object *o, uintptr_t hdr, uintptr_t lo, uintptr_t hi)
+/* ---- tables ---- */
+
+/* DW_EH_PE_datarel | DW_EH_PE_sdata4: the table encoding every linker writes. */
+#define RS_EH_TABLE_ENC 0x3b
+
+/* .eh_frame_hdr at @hdr: its search table and entry count; false if the walk cannot use it. */
+static bool search_table(uintptr_t hdr, uintptr_t lo, uintptr_t hi, const unsigned char **table, uint32_t *count)
 {
 	struct cursor c = { (const unsigned char *)hdr, (const unsigned char *)hi, false };
 	uint8_t enc, count_enc, table_enc;
 	uintptr_t n;
 
-	o->lo = lo;
-	o->hi = hi;
-	o->count = 0;
 	if (hdr < lo || hdr >= hi || get_byte(&c) != 1)
 		return false;
 	enc = get_byte(&c);
@@ -425,39 +543,120 @@ bool rs_cfi_object_table(struct rs_cfi_object *o, uintptr_t hdr, uintptr_t lo, u
 	n = get_encoded(&c, count_enc, 0);
 	if (c.bad || n > UINT32_MAX || n > (uintptr_t)(c.end - c.p) / 8)
 		return false;
-	o->hdr = hdr;
-	o->table = c.p;
-	o->count = (uint32_t)n;
+	*table = c.p;
+	*count = (uint32_t)n;
 	return true;
 }
 
-struct find {
-	uintptr_t crt, ldso;
-	bool first;
-};
-
-static int find_one(struct dl_phdr_info *info, size_t size, void *data)
+struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias)
 {
-	struct find *f = data;
-	struct rs_cfi_object o;
-	bool want;
+	struct builder b = { .bias = bias };
+	const unsigned char *table;
+	struct rs_cfi_table *t;
+	_Atomic uint32_t *ip;
+	_Atomic uint16_t *rows;
+	uintptr_t last_cie = 0;
+	uint32_t count, cap;
 
-	(void)size;
-	if (rs_cfi_nobjects == RS_CFI_OBJECTS || !cfi_object_set(info, &o))
-		return 0;
-	/* the main executable comes first; then the C runtime and ld.so wherever they are */
-	want = f->first || (f->crt && f->crt - o.start < o.end - o.start) ||
-	       (f->ldso && info->dlpi_addr == f->ldso);
-	f->first = false;
-	if (want)
-		rs_cfi_objects[rs_cfi_nobjects++] = o;
-	return 0;
+	if (!search_table(hdr, lo, hi, &table, &count)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < count && !b.nomem; i++) {
+		uintptr_t pc = hdr + (intptr_t)table_word(table + (size_t)i * 8);
+		uintptr_t fde = hdr + (intptr_t)table_word(table + (size_t)i * 8 + 4);
+
+		if (fde < lo || fde >= hi)
+			add(&b, pc, row_unsupported);
+		else
+			compile_fde(&b, fde, lo, hi, pc, &last_cie);
+	}
+	t = b.nomem ? NULL : region_get(b.n);
+	if (!t) {
+		free(b.ip);
+		free(b.row);
+		errno = ENOMEM;
+		return NULL;
+	}
+	cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
+	ip = table_ip(t);
+	rows = table_rows(t, cap);
+	for (uint32_t i = 0; i < b.n; i++) {
+		atomic_store_explicit(&ip[i], b.ip[i], memory_order_relaxed);
+		for (unsigned k = 0; k < 3; k++)
+			atomic_store_explicit(&rows[(size_t)i * 3 + k], b.row[i].w[k], memory_order_relaxed);
+		b.stats.unsupported += (b.row[i].w[0] & 7) == KIND_UNSUPPORTED;
+	}
+	b.stats.rows = b.n;
+	t->stats = b.stats;
+	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);
+	/* the rows before their count; the index's publication orders both before any reader */
+	atomic_store_explicit(&t->n, b.n, memory_order_release);
+	free(b.ip);
+	free(b.row);
+	return t;
 }
 
-void rs_cfi_init(void)
+struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info)
 {
-	struct find f = { (uintptr_t)dlsym(RTLD_DEFAULT, "__libc_start_main"), getauxval(AT_BASE), true };
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t hdr = info->dlpi_addr + ph->p_vaddr, lo, hi;
 
-	rs_cfi_nobjects = 0;
-	dl_iterate_phdr(find_one, &f);
+		if (ph->p_type == PT_GNU_EH_FRAME && load_segment(info, hdr, &lo, &hi))
+			return rs_cfi_table_compile(hdr, lo, hi, info->dlpi_addr);
+	}
+	errno = ENOENT;
+	return NULL;
+}
+
+/* ---- looking up ---- */
+
+static inline int row_read(const struct rs_cfi_table *t, uint32_t cap, uint32_t i, struct rs_cfi_row *row)
+{
+	const _Atomic uint16_t *rows = table_rows(t, cap);
+	struct packed p;
+
+	for (unsigned k = 0; k < 3; k++)
+		p.w[k] = atomic_load_explicit(&rows[(size_t)i * 3 + k], memory_order_relaxed);
+	return unpack(&p, row);
+}
+
+int rs_cfi_row_at(const struct rs_cfi_table *t, uintptr_t pc, struct rs_cfi_row *row)
+{
+	uint32_t cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
+	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed), lo = 0, hi;
+	uint64_t off = (uint64_t)(pc - atomic_load_explicit(&t->bias, memory_order_relaxed));
+	const _Atomic uint32_t *ip = table_ip(t);
+
+	if (n > cap)
+		n = cap; /* a region being reused: the seq check throws the walk away */
+	if (!n || off > UINT32_MAX || atomic_load_explicit(&ip[0], memory_order_relaxed) > off) {
+		memset(row, 0, sizeof(*row));
+		return -ENOENT;
+	}
+	/* the last row starting at or before off */
+	hi = n;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (atomic_load_explicit(&ip[mid], memory_order_relaxed) <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return row_read(t, cap, lo, row);
+}
+
+int rs_cfi_table_row(const struct rs_cfi_table *t, uint32_t i, uintptr_t *start, struct rs_cfi_row *row)
+{
+	uint32_t cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
+
+	if (i >= rs_cfi_table_rows(t)) {
+		memset(row, 0, sizeof(*row));
+		return -ERANGE;
+	}
+	*start = atomic_load_explicit(&t->bias, memory_order_relaxed) +
+		 atomic_load_explicit(&table_ip(t)[i], memory_order_relaxed);
+	return row_read(t, cap, i, row);
 }

@@ -1,40 +1,47 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The call-frame information of the objects that can never be unloaded:
- * the main executable, the C runtime (the object holding
- * __libc_start_main) and the dynamic linker.  The unwinder reads it on
- * the capture path, one row at a time, for two things only:
+ * Compiled CFI tables: every object's call-frame information, turned
+ * into a sorted table of rows when the object table scans the object
+ * (never on the capture path), looked up by binary search while
+ * capturing (any context, signal handlers included).
  *
- * - to walk through frames of the C runtime and the dynamic linker, which
- *   Debian builds without frame pointers (a callback from qsort, a
- *   thread's start routine called by start_thread);
- * - to prove the end of a stack: the ABI marks a thread's outermost frame
- *   by a return-address rule of DW_CFA_undefined (glibc's _start, and the
- *   child side of clone and clone3).
+ * A row holds from its code offset to the next row's: how to find the
+ * CFA (the stack pointer or the frame pointer plus an offset), the
+ * return address (CFA + offset, or undefined: the outermost frame of a
+ * thread) and the caller's frame pointer (unchanged, CFA + offset, or
+ * undefined).  Rules for other registers are not kept: the walk
+ * recovers only these.  Rules the form cannot express (a CFA or a rule
+ * given by a DWARF expression, as in PLT entries; a CFA on another
+ * register; a signal frame's FDE; malformed CFI) give an "unsupported"
+ * row, which the walk reports instead of guessing; code no FDE covers
+ * has a "gap" row.
  *
- * Reading an object's memory on the capture path is safe only while the
- * object stays mapped, which these three do for the life of the process;
- * no other object's CFI is read here.  Reads stay inside the PT_LOAD
- * segment that holds .eh_frame_hdr (where the linker also puts .eh_frame).
+ * The layout (ORC's, the kernel's compiled unwind tables, in spirit): an
+ * array of 4-byte code offsets (from the object's load bias) for the
+ * search, and a parallel array of 6-byte rows: 10 bytes a row.
+ *
+ *	struct rs_cfi_table | ip[0] ip[1] ... ip[cap-1] | row[0] ... row[cap-1]
+ *
+ * Lifetime.  A table is published in the object table's index with its
+ * object's code range, and retired when the object leaves the index
+ * (objtab.c).  Its memory is never unmapped: a retired region is
+ * emptied (its pages read as zero: cap 0, no rows) and may be given to
+ * another table later.  A reader that found the table under one index
+ * sequence and read it while it was retired or rewritten sees the
+ * sequence change at the end of its walk (rs_objtab_end()) and throws
+ * the walk away; every read it made stayed inside the region, whose
+ * capacity never changes while it holds a table.
  */
 #ifndef RELSTACK_CFI_H
 #define RELSTACK_CFI_H
 
+#include <link.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "relstack-local.h"
-
-#define RS_CFI_OBJECTS 3
-
-/* One object whose CFI may be read, found at library load. */
-struct rs_cfi_object {
-	uintptr_t start, end;       /* the object's mapped span */
-	uintptr_t lo, hi;           /* the segment every read stays in */
-	uintptr_t hdr;              /* .eh_frame_hdr: the base of its datarel pointers */
-	const unsigned char *table; /* its search table: count pairs of sdata4 (pc, FDE) */
-	uint32_t count;
-};
 
 /* How to find a register of the caller. */
 enum rs_cfi_rule {
@@ -44,7 +51,7 @@ enum rs_cfi_rule {
 };
 
 /*
- * A row of the CFI table: the CFA is cfa_reg (the stack or the frame
+ * A row, as the walk uses it: the CFA is cfa_reg (the stack or the frame
  * pointer register) + cfa_off; the return address and the caller's frame
  * pointer follow their rules.
  */
@@ -54,35 +61,62 @@ struct rs_cfi_row {
 	uint8_t ra_rule, fp_rule; /* enum rs_cfi_rule */
 };
 
-RS_HIDDEN extern struct rs_cfi_object rs_cfi_objects[RS_CFI_OBJECTS];
-RS_HIDDEN extern unsigned rs_cfi_nobjects;
+/* What building a table found, for benchmarks and tests. */
+struct rs_cfi_stats {
+	uint64_t fdes;        /* FDEs read */
+	uint64_t cfi_bytes;   /* bytes of CIEs and FDEs read */
+	uint64_t rows;        /* rows in the table */
+	uint64_t unsupported; /* of which unsupported */
+};
+
+struct rs_cfi_table {
+	_Atomic uintptr_t bias; /* rows are keyed by pc - bias */
+	_Atomic uint32_t n;     /* rows in use */
+	_Atomic uint32_t cap;   /* rows the region holds: fixed while it holds a table, 0 once emptied */
+	size_t size;            /* the region's bytes (the writer's) */
+	struct rs_cfi_stats stats;
+	/* followed by _Atomic uint32_t ip[cap]; _Atomic uint16_t row[cap][3] */
+};
+
+/* Bytes of a compiled row: its code offset and its rule. */
+#define RS_CFI_ROW_BYTES (sizeof(uint32_t) + 3 * sizeof(uint16_t))
 
 /*
- * Set @o's search table from the .eh_frame_hdr at @hdr, every read (the
- * table's and the FDEs') to stay in [lo, hi).  False, with no table, for
- * a header the walk cannot use.  (The fuzz target gives it any bytes.)
+ * Compile the CFI an .eh_frame_hdr at @hdr indexes, every read (the
+ * header's, the FDEs' and CIEs') inside [lo, hi), keyed by pc - @bias.
+ * NULL with errno set: ENOENT for a header the walk cannot use (no
+ * table, an encoding other than the linkers'), ENOMEM.  Scan time only:
+ * allocates.
  */
-RS_HIDDEN bool rs_cfi_object_table(struct rs_cfi_object *o, uintptr_t hdr, uintptr_t lo, uintptr_t hi);
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias);
 
-/* Find the three objects; at library load, before any capture. */
-RS_HIDDEN void rs_cfi_init(void);
+/* The table of a loaded object (its PT_GNU_EH_FRAME), or NULL with errno set. */
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info);
 
-/* The object holding @pc whose CFI may be read, or NULL. */
-static inline const struct rs_cfi_object *rs_cfi_object_of(uintptr_t pc)
+/* Retire @t (may be NULL): after no index lists it.  See "Lifetime" above. */
+RS_HIDDEN void rs_cfi_table_free(struct rs_cfi_table *t);
+
+/*
+ * The row that holds at @pc (for a return address, pass the address
+ * minus one: the call).  Returns 0, -ENOENT when no FDE covers @pc,
+ * -ENOTSUP for an unsupported row.  Async-signal-safe.
+ */
+RS_HIDDEN int rs_cfi_row_at(const struct rs_cfi_table *t, uintptr_t pc, struct rs_cfi_row *row);
+
+/*
+ * The @i-th row of @t: where it starts (an address: bias + offset) in
+ * *start, its rule in *row.  Returns as rs_cfi_row_at(), or -ERANGE past
+ * the last row.
+ */
+RS_HIDDEN int rs_cfi_table_row(const struct rs_cfi_table *t, uint32_t i, uintptr_t *start, struct rs_cfi_row *row);
+
+/* Rows in @t. */
+static inline uint32_t rs_cfi_table_rows(const struct rs_cfi_table *t)
 {
-	for (unsigned i = 0; i < rs_cfi_nobjects && i < RS_CFI_OBJECTS; i++)
-		if (pc - rs_cfi_objects[i].start < rs_cfi_objects[i].end - rs_cfi_objects[i].start)
-			return &rs_cfi_objects[i];
-	return NULL;
-}
+	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+	uint32_t cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
 
-/*
- * The row of @o's CFI that holds at @pc (for a return address, pass the
- * address minus one: the call).  Returns 0, -ENOENT when no FDE covers
- * @pc, -ENOTSUP for a row the walk cannot use (a CFA or a rule given by
- * a DWARF expression, a CFA on another register, a signal frame's FDE,
- * malformed CFI).  Async-signal-safe.
- */
-RS_HIDDEN int rs_cfi_row_at(const struct rs_cfi_object *o, uintptr_t pc, struct rs_cfi_row *row);
+	return n < cap ? n : cap;
+}
 
 #endif

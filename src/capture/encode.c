@@ -102,6 +102,7 @@ bool rs_objtab_lookup(uintptr_t addr, struct rs_lookup *out)
 		out->flags = found ? rs_objtab_view_flags(&v) : 0;
 		out->bias = v.bias;
 		out->restorer = found ? v.restorer : 0;
+		out->cfi = found ? v.cfi : NULL;
 		out->start = v.start;
 		out->end = v.end;
 		out->epoch = rs_objtab_view_epoch(&v);

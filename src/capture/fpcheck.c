@@ -11,9 +11,10 @@
  * it to %rbp.  So: count the FDEs of the object's in-memory .eh_frame
  * (found through PT_GNU_EH_FRAME) and those whose instructions move the
  * CFA to the frame pointer.  The object keeps frame pointers when at
- * least RS_FP_PERCENT of its FDEs do.  An object with no .eh_frame, or
- * one we cannot parse, is given the benefit of the doubt: the table only
- * marks objects *known* not to keep frame pointers.
+ * least RS_FP_PERCENT of its FDEs do.  An object with no .eh_frame
+ * proves nothing either way and is marked as keeping none: its frames
+ * are then unreliable ("no-fp-object"), never trusted on a guess.  (It
+ * has no CFI table either, so the walk cannot follow it otherwise.)
  *
  * Only FDEs of functions that use stack count: a leaf that touches no
  * stack (its CFA never moves) has no frame to keep, with or without
@@ -201,7 +202,7 @@ static bool keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uint
 	uint64_t framed = 0, on_fp = 0;
 
 	if (!eh || !load_segment(info, eh, &lo, &hi))
-		return true;
+		return false;
 	p = (const unsigned char *)eh;
 	end = (const unsigned char *)hi;
 	left = fdes;

@@ -29,6 +29,7 @@ struct rs_index_range {
 	_Atomic uintptr_t end;
 	_Atomic uintptr_t bias;
 	_Atomic uintptr_t restorer; /* the object's signal-return trampoline, or 0 */
+	_Atomic uintptr_t cfi; /* its compiled CFI table, or 0 */
 	_Atomic uint64_t slot_flags; /* slot in the low 32 bits, RELSTACK_OBJECT_* above */
 };
 
@@ -64,6 +65,7 @@ struct rs_objtab_view {
 	uint32_t n, span_log2;
 	/* the last range found: runs of addresses in one object skip the search */
 	uintptr_t start, end, bias, restorer;
+	const struct rs_cfi_table *cfi;
 	uint64_t slot_flags;
 };
 
@@ -75,6 +77,7 @@ static inline void rs_objtab_begin(struct rs_objtab_view *v)
 	v->n = atomic_load_explicit(&v->ix->n, memory_order_relaxed);
 	v->span_log2 = atomic_load_explicit(&v->ix->span_log2, memory_order_relaxed);
 	v->start = v->end = v->bias = v->restorer = 0;
+	v->cfi = NULL;
 	v->slot_flags = 0;
 }
 
@@ -139,6 +142,7 @@ static RS_ALWAYS_INLINE bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t 
 	}
 	v->bias = atomic_load_explicit(&r->bias, memory_order_relaxed);
 	v->restorer = atomic_load_explicit(&r->restorer, memory_order_relaxed);
+	v->cfi = (const struct rs_cfi_table *)atomic_load_explicit(&r->cfi, memory_order_relaxed);
 	v->slot_flags = atomic_load_explicit(&r->slot_flags, memory_order_relaxed);
 	return true;
 }

@@ -76,6 +76,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capture/cfi.h"
 #include "capture/objtab.h"
 #include "capture/objtab-local.h"
 #include "capture/fpcheck.h"
@@ -107,6 +108,7 @@ struct rs_range {
 	uintptr_t end;
 	uintptr_t bias;
 	uintptr_t restorer;
+	const struct rs_cfi_table *cfi;
 	uint32_t slot;
 	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
 };
@@ -131,6 +133,8 @@ struct found {
 	uintptr_t bias;
 	uintptr_t start, end;   /* executable span in this process */
 	uintptr_t restorer;     /* its signal-return trampoline (fpcheck.c), or 0 */
+	struct rs_cfi_table *cfi; /* its compiled CFI (cfi.h), or NULL */
+	bool own_cfi;           /* compiled by this scan: freed unless a slot takes it */
 	struct relstack_object obj;
 	struct identity id;
 	char soname[RS_SONAME_MAX];     /* DT_SONAME, "" if none or longer */
@@ -151,6 +155,7 @@ static struct {
 	uintptr_t bias[RS_OBJTAB_SLOTS];
 	uintptr_t start[RS_OBJTAB_SLOTS], end[RS_OBJTAB_SLOTS];
 	uintptr_t restorer[RS_OBJTAB_SLOTS]; /* per slot, in the index only: an address */
+	struct rs_cfi_table *cfi[RS_OBJTAB_SLOTS]; /* per slot, in the index only */
 	struct found scan[RS_OBJTAB_SLOTS + 64];
 	unsigned nscan;
 	bool scan_overflow;
@@ -171,6 +176,9 @@ static struct {
 	bool permanent[RS_OBJTAB_SLOTS];    /* can never be unloaded */
 	void *orphan[RS_ORPHANS];
 	unsigned norphans;
+	/* CFI tables of slots that left the index: freed once no copy lists them */
+	struct rs_cfi_table *retired[RS_OBJTAB_SLOTS];
+	unsigned nretired;
 } T = { .lock = PTHREAD_MUTEX_INITIALIZER, .capacity = RS_OBJTAB_SLOTS };
 
 /* Counters touched by readers: relaxed, each on its own. */
@@ -364,6 +372,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 			memcpy(f->obj.path, o->path, sizeof(f->obj.path));
 			f->obj.flags = o->flags;
 			f->restorer = T.restorer[i];
+			f->cfi = T.cfi[i];
 			T.nscan++;
 			return 0;
 		}
@@ -401,6 +410,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	if (!facts.keeps_fp)
 		f->obj.flags |= RELSTACK_OBJECT_NO_FP;
 	f->restorer = facts.restorer;
+	f->cfi = rs_cfi_table_build(info);
+	f->own_cfi = f->cfi != NULL;
 	T.nscan++;
 	return 0;
 }
@@ -547,6 +558,7 @@ static void latch_write_copy(struct rs_index *ix, unsigned n)
 		atomic_store_explicit(&ix->r[i].end, T.sorted[i].end, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].bias, T.sorted[i].bias, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].restorer, T.sorted[i].restorer, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].cfi, (uintptr_t)T.sorted[i].cfi, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].slot_flags,
 				      (uint64_t)T.sorted[i].slot | (uint64_t)T.sorted[i].flags << 32,
 				      memory_order_relaxed);
@@ -573,6 +585,7 @@ static void publish_index(void)
 		T.sorted[n].end = T.end[i];
 		T.sorted[n].bias = T.bias[i];
 		T.sorted[n].restorer = T.restorer[i];
+		T.sorted[n].cfi = T.cfi[i];
 		T.sorted[n].slot = i;
 		T.sorted[n].flags = T.slot[i].flags | (changing(i) ? RS_OBJECT_CHANGING : 0);
 		n++;
@@ -589,6 +602,17 @@ static void publish_index(void)
 	atomic_store_explicit(&rs_latch.seq, s + 2, memory_order_release);
 	/* D */
 	latch_write_copy(&rs_latch.copy[(s + 2) & 1 ? 0 : 1], n);
+	/* after D: a reader still holding one finds seq changed (cfi.h, "Lifetime") */
+	while (T.nretired)
+		rs_cfi_table_free(T.retired[--T.nretired]);
+}
+
+/* Take @slot's CFI table out of the slot; publish_index() frees it. */
+static void retire_cfi(unsigned slot)
+{
+	if (T.cfi[slot] && T.nretired < RS_ARRAY_SIZE(T.retired))
+		T.retired[T.nretired++] = T.cfi[slot];
+	T.cfi[slot] = NULL; /* (a full list keeps a table forever: never freed under a reader) */
 }
 
 /* ---- scanning ---- */
@@ -663,6 +687,7 @@ static int scan_locked(bool force)
 		if (!still) {
 			T.slot[i].state = RELSTACK_OBJECT_UNLOADED;
 			T.slot[i].unload_epoch = epoch;
+			retire_cfi(i);
 			/*
 			 * A pinned object cannot have gone: it is still mapped, and
 			 * found again under another path (a link to it changed).
@@ -699,6 +724,9 @@ static int scan_locked(bool force)
 		T.start[s] = f->start;
 		T.end[s] = f->end;
 		T.restorer[s] = f->restorer;
+		retire_cfi((unsigned)s);
+		T.cfi[s] = f->own_cfi ? f->cfi : NULL;
+		f->own_cfi = false;
 		T.id[s] = f->id;
 		memcpy(T.soname[s], f->soname, sizeof(f->soname));
 		memcpy(T.lname[s], f->lname, sizeof(f->lname));
@@ -708,6 +736,10 @@ static int scan_locked(bool force)
 		changed++;
 		mirrors_write_slot((unsigned)s);
 	}
+	/* tables compiled for objects no slot took: never published */
+	for (unsigned k = 0; k < T.nscan; k++)
+		if (T.scan[k].own_cfi)
+			rs_cfi_table_free(T.scan[k].cfi);
 	if (!T.ready)
 		find_permanent();
 	T.ready = true;
@@ -1057,6 +1089,8 @@ int rs_objtab_reset(unsigned capacity)
 			pins[n++] = T.pin[i];
 		T.pin[i] = NULL;
 	}
+	for (unsigned i = 0; i < RS_OBJTAB_SLOTS; i++)
+		retire_cfi(i);
 	memset(T.slot, 0, sizeof(T.slot));
 	T.capacity = capacity;
 	T.ready = false;

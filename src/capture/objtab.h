@@ -34,6 +34,7 @@ struct rs_lookup {
 	uint32_t flags;
 	uintptr_t bias;
 	uintptr_t restorer; /* the object's signal-return trampoline, or 0 */
+	const struct rs_cfi_table *cfi; /* its compiled CFI table (cfi.h), or NULL */
 	uintptr_t start, end;
 	uint64_t epoch;
 };

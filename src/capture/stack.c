@@ -32,7 +32,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "capture/cfi.h"
 #include "capture/objtab.h"
 #include "capture/unwind-local.h"
 
@@ -108,13 +107,12 @@ int relstack_thread_register(void)
 	return ret;
 }
 
-/* The objects whose CFI the walk reads, then the loading thread's ranges. */
+/* The loading thread's ranges. */
 __attribute__((constructor)) static void stack_init(void)
 {
 	struct rs_thread_stack ts;
 	int saved = errno;
 
-	rs_cfi_init();
 	if (learn_ranges(&ts) == 0)
 		thread_stack_set(&ts);
 	errno = saved;

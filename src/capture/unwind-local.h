@@ -93,6 +93,7 @@ struct rs_fast_cache {
 	uint64_t epoch; /* the object-table epoch of seq's index */
 	/* the last range the slow path's lookup found (a struct rs_objtab_view's) */
 	uintptr_t vstart, vend, vbias, vrestorer;
+	const struct rs_cfi_table *vcfi;
 	uint64_t vslot_flags;
 	_Atomic int busy; /* a store is in progress: a nested one skips */
 };

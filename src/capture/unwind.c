@@ -17,8 +17,10 @@
  *   read: a signal-return trampoline is known by its address, published
  *   with its object by the object table, its bytes checked when the
  *   object was scanned (fpcheck.c); so a garbage return address cannot
- *   make the walk touch a hole in an object's text.  The CFI read is the
- *   program's, the C library's and ld.so's, which stay mapped (cfi.h).
+ *   make the walk touch a hole in an object's text.  CFI is read from
+ *   the tables compiled when the object was scanned (cfi.h), published
+ *   with it in the index: memory of the library's own that stays
+ *   mapped, checked by the same latch sequence as the rest of the index.
  * - Verdict.  reasons == 0 only if every frame passed every check and the
  *   walk ended at the thread's outermost frame, proven by the CFI's
  *   undefined return address (docs/unwinder.md, "The end of the stack").
@@ -26,7 +28,7 @@
  * - A failed check on the frame pointer (outside the window, misaligned,
  *   not increasing) ends the walk: nothing after it can be read safely.
  *   A return address in unknown text or in an object without frame
- *   pointers whose CFI is not read is noted and the walk goes on, best
+ *   pointers and without a CFI table is noted and the walk goes on, best
  *   effort.  A signal frame is crossed through the ucontext the kernel
  *   saved.
  *
@@ -97,6 +99,24 @@ static inline uint64_t unknown_word(uintptr_t addr, bool relative)
 	return relative || (uint64_t)addr >= RS_NATIVE_SIGNAL ? RS_NATIVE_UNKNOWN : (uint64_t)addr;
 }
 
+/*
+ * The compiled CFI table of the object the view found last, NULL if it
+ * has none or may be unmapped at any moment (its rows would describe
+ * whatever is mapped there next no better than its frame pointers).
+ */
+static inline const struct rs_cfi_table *view_cfi(const struct rs_objtab_view *v)
+{
+	return rs_objtab_view_flags(v) & RS_OBJECT_CHANGING ? NULL : v->cfi;
+}
+
+/* The CFI table of the object holding @pc, NULL if none; @v's current range is kept. */
+static inline const struct rs_cfi_table *cfi_of(const struct rs_objtab_view *v, uintptr_t pc)
+{
+	struct rs_objtab_view x = *v;
+
+	return rs_objtab_find(&x, pc) ? view_cfi(&x) : NULL;
+}
+
 /* The word for a code address, with its text checks (the slow path). */
 static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool relative, uint32_t *reasons)
 {
@@ -104,7 +124,7 @@ static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool 
 		*reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 		return unknown_word(addr, relative);
 	}
-	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) && !rs_cfi_object_of(addr))
+	if (rs_unlikely(rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) && !view_cfi(v))
 		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT; /* (in the others the walk follows the CFI) */
 	if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 		*reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
@@ -119,11 +139,11 @@ static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool 
  * wherever it can be read, frame pointers or not: a leaf function, or one
  * stopped in its prologue or epilogue, keeps its caller.
  */
-static inline const struct rs_cfi_object *interrupted_cfi(const struct rs_objtab_view *v, uintptr_t pc)
+static inline const struct rs_cfi_table *interrupted_cfi(const struct rs_objtab_view *v, uintptr_t pc)
 {
 	if (pc - v->start >= v->end - v->start)
 		return NULL;
-	return rs_cfi_object_of(pc);
+	return view_cfi(v);
 }
 
 /*
@@ -148,7 +168,7 @@ struct fast_range {
  * interrupted registers reads and checks what following the frame record
  * does, to the same words and reasons, and walk_fast() may do it.
  */
-static bool frame_pointer_row(const struct rs_cfi_object *o, uintptr_t pc, uintptr_t fp, uintptr_t sp)
+static bool frame_pointer_row(const struct rs_cfi_table *o, uintptr_t pc, uintptr_t fp, uintptr_t sp)
 {
 	struct rs_cfi_row row;
 
@@ -169,9 +189,9 @@ static bool frame_pointer_row(const struct rs_cfi_object *o, uintptr_t pc, uintp
  * record's address + 16.  True where the CFI is not read or has no usable
  * row: the checker says only what it can see.
  */
-static bool frame_matches_cfi(uintptr_t pc, bool exact, uintptr_t fp, uintptr_t sp)
+static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool exact, uintptr_t fp, uintptr_t sp)
 {
-	const struct rs_cfi_object *o = rs_cfi_object_of(pc);
+	const struct rs_cfi_table *o = cfi_of(v, pc - !exact);
 	struct rs_cfi_row row;
 
 	if (!o || rs_cfi_row_at(o, pc - !exact, &row) || row.ra_rule != RS_CFI_OFFSET)
@@ -182,17 +202,17 @@ static bool frame_matches_cfi(uintptr_t pc, bool exact, uintptr_t fp, uintptr_t 
 
 /*
  * The end of a thread's stack, and the frames a walk reads through CFI
- * (the C runtime's and the dynamic linker's, which keep no frame
- * pointers): docs/unwinder.md, "The end of the stack".
+ * (functions in objects that keep no frame pointers, such as Debian's C
+ * library): docs/unwinder.md, "The end of the stack".
  *
  * A return address whose CFI row has an undefined return-address rule is
  * the caller's last instruction of a thread: the ABI marks the outermost
  * frame so (glibc's _start, and the child side of clone and clone3), and
  * that is the only proof of an end the walk accepts.
  */
-static bool is_outermost(uintptr_t ra)
+static bool is_outermost(const struct rs_objtab_view *v, uintptr_t ra)
 {
-	const struct rs_cfi_object *o = ra ? rs_cfi_object_of(ra) : NULL;
+	const struct rs_cfi_table *o = ra ? cfi_of(v, ra - 1) : NULL;
 	struct rs_cfi_row row;
 
 	return o && rs_cfi_row_at(o, ra - 1, &row) == 0 && row.ra_rule == RS_CFI_UNDEFINED;
@@ -257,7 +277,7 @@ static inline uintptr_t tail_load(struct tail *t, uintptr_t slot)
 
 /*
  * The general walk's use of the cached tail: the frame record at @fp, whose
- * return address @ra is in the C runtime or ld.so, starts the tail the
+ * return address @ra is in an object without frame pointers, starts the tail the
  * thread's cache holds (as walk_fast() checks it, with the same protocol
  * against a handler that changes the cache meanwhile).  Writes its words
  * and returns true; false, writing nothing, when the cache does not hold
@@ -336,6 +356,7 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	uint64_t g = atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed);
 	struct fast_range nf;
 	uintptr_t vs, ve, vb, vr;
+	const struct rs_cfi_table *vc;
 	uint64_t vf;
 
 	if ((g & 1) || rs_tls.fast.seq != v->seq)
@@ -349,6 +370,7 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	ve = rs_tls.fast.vend;
 	vb = rs_tls.fast.vbias;
 	vr = rs_tls.fast.vrestorer;
+	vc = rs_tls.fast.vcfi;
 	vf = rs_tls.fast.vslot_flags;
 	atomic_signal_fence(memory_order_acquire);
 	/* L3: pairs with S2 */
@@ -360,6 +382,7 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	v->end = ve;
 	v->bias = vb;
 	v->restorer = vr;
+	v->cfi = vc;
 	v->slot_flags = vf;
 }
 
@@ -411,6 +434,7 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 	rs_tls.fast.vend = v->end;
 	rs_tls.fast.vbias = v->bias;
 	rs_tls.fast.vrestorer = v->restorer;
+	rs_tls.fast.vcfi = v->cfi;
 	rs_tls.fast.vslot_flags = v->slot_flags;
 	atomic_signal_fence(memory_order_release);
 	/* S4: pairs with L1 */
@@ -515,8 +539,8 @@ struct walk_resume {
  * without frame pointers, the signal trampoline, skipped frames) takes
  * the slow path, which may then set the fast range.
  *
- * A return address in the C runtime or the dynamic linker (cfi.h) is
- * followed by CFI instead of frame records: the caller resumes there with
+ * A return address in an object that keeps no frame pointers is
+ * followed by its CFI table (cfi.h) instead of frame records: the caller resumes there with
  * the stack pointer just above the frame record and the frame pointer
  * the record saved; each row gives the CFA, the next return address and
  * the next frame pointer, until a return address lands in an object that
@@ -535,7 +559,15 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	  uint32_t *frames_out, const bool relative, const struct walk_resume *rs)
 {
 	uint64_t *out = words, *const out_end = words + cap;
-	uint32_t reasons = w->reasons, markers = 0;
+	uint32_t reasons = w->reasons & ~RELSTACK_UNRELIABLE_ASYNC_START, markers = 0;
+	/*
+	 * The reason an interrupted pc gives (async-start, or signal-frame
+	 * after a signal frame) unless the CFI row of the very instruction
+	 * proves its frame: the compiled table says whether the function
+	 * had set up its frame, saved its frame pointer or already torn the
+	 * frame down, so the caller is found exactly (docs/unwinder.md).
+	 */
+	uint32_t pending = w->reasons & RELSTACK_UNRELIABLE_ASYNC_START;
 	const struct rs_stack_range *r;
 	uintptr_t fp = w->fp, lo = 0, hi, top, pass_ra = 0, ra_slot = 0, lo0;
 	struct fast_range f = { 0, 0, 0 };
@@ -549,7 +581,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	 * pc is an interrupted instruction, its word already written, not a
 	 * return address.
 	 */
-	const struct rs_cfi_object *co = NULL;
+	const struct rs_cfi_table *co = NULL;
 	uintptr_t pc = 0, sp = 0, cfp = 0;
 	bool cfp_known = false, cfp_is_next = false, exact = false;
 	/*
@@ -600,6 +632,10 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		exact = true;
 		goto cfi;
 	}
+	/* followed by its frame record: proven only where the row says the record is there */
+	if (!w->pc || !(resume && (co = interrupted_cfi(v, w->pc)) && frame_pointer_row(co, w->pc, w->fp, w->sp)))
+		reasons |= pending;
+	pending = 0;
 
 	for (;;) {
 		uintptr_t next, ra;
@@ -615,7 +651,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				 */
 				uintptr_t at = ra_slot ? ra_slot : lo != lo0 ? lo - RS_W : 0;
 
-				if (at && is_outermost(rs_load(at)))
+				if (at && is_outermost(v, rs_load(at)))
 					end = true;
 				else
 					reasons |= RELSTACK_UNRELIABLE_END_UNPROVEN;
@@ -630,7 +666,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			reasons |= RELSTACK_UNRELIABLE_MISALIGNED;
 			break;
 		}
-		if (rs_unlikely(check) && owner_pc && !frame_matches_cfi(owner_pc, owner_exact, fp, lo))
+		if (rs_unlikely(check) && owner_pc && !frame_matches_cfi(v, owner_pc, owner_exact, fp, lo))
 			reasons |= RELSTACK_UNRELIABLE_FP_MISMATCH;
 		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
 		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
@@ -658,7 +694,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 
 			uc = rs_arch_sigframe_context(fp);
 cross:
-			reasons |= RELSTACK_UNRELIABLE_SIGNAL_FRAME;
+			pending = RELSTACK_UNRELIABLE_SIGNAL_FRAME;
 			t.on = false; /* what follows depends on the ucontext, which no slot compares */
 			if (out == out_end)
 				goto truncated;
@@ -702,9 +738,11 @@ cross:
 				exact = true;
 				goto cfi;
 			}
+			reasons |= pending; /* its frame pointer, unproven */
+			pending = 0;
 			continue;
 		} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-			co = rs_cfi_object_of(ra);
+			co = view_cfi(v);
 			/* the caller resumes at ra, its stack just above the frame record */
 			pc = ra;
 			sp = fp + RS_ARCH_FRAME_SIZE;
@@ -743,9 +781,13 @@ cfi:
 				}
 				/* a return address: the row of the call; an interrupted pc: its own */
 				if (rs_cfi_row_at(co, pc - !exact, &row)) {
-					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+					if (!exact || (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
+						reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+					reasons |= pending;
+					pending = 0;
 					break; /* best effort: on with the frame pointer */
 				}
+				pending = 0; /* an interrupted pc's frame: proven by its row */
 				exact = false;
 				if (row.ra_rule == RS_CFI_UNDEFINED) {
 					end = true;
@@ -789,7 +831,7 @@ cfi:
 					cfp_known = false;
 				}
 				sp = cfa;
-				/* what the caller is (the three objects CFI is read in are never changing) */
+				/* what the caller is */
 				if (rs_unlikely(!rs_objtab_find(v, pc))) {
 					reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
 					word = unknown_word(pc, relative);
@@ -799,7 +841,7 @@ cfi:
 					uc = sp;
 					goto cross;
 				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-					co = rs_cfi_object_of(pc);
+					co = view_cfi(v);
 					if (co)
 						continue;
 					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
@@ -860,6 +902,7 @@ write:
 		owner_exact = false;
 	}
 walk_end:
+	reasons |= pending;
 	if (end && !reasons) {
 		if (out == out_end)
 			goto truncated;
@@ -870,6 +913,7 @@ walk_end:
 truncated:
 	reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 out:
+	reasons |= pending;
 	if (end && t.on && reasons == t.reasons) {
 		/* slots not read: the frame record's own return address, which the fast walk has checked */
 		for (; t.slots < RS_TAIL_SLOTS; t.slots++) {
@@ -1102,7 +1146,7 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 			/* the interrupted pc's word, as walk_once() finds it; walk_fast() checks seq at its end */
 			struct rs_objtab_view pv;
 			struct fast_range unused;
-			const struct rs_cfi_object *ico;
+			const struct rs_cfi_table *ico;
 
 			rs_objtab_begin(&pv);
 			fast_cache_load(&unused, &pv, !abs, false);
@@ -1112,6 +1156,8 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 			ico = interrupted_cfi(&pv, w->pc);
 			if (ico && !frame_pointer_row(ico, w->pc, w->fp, w->sp))
 				goto general; /* walk_once() follows its CFI; walk_fast() never does */
+			if (ico)
+				reasons &= ~RELSTACK_UNRELIABLE_ASYNC_START; /* its row proves the frame record */
 		} else {
 			/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
 			seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The rows relstack's CFI reader (src/capture/cfi.c) finds, for
+ * The rows relstack's compiled CFI tables (src/capture/cfi.c) hold, for
  * test_cfi_readelf.py to compare with readelf's.  Reads lines
  * "OBJECT OFFSET" (OBJECT: libc or ldso; OFFSET: a link-time address in
  * hex) on standard input and writes, per line, "OFFSET CFA RA FP", each
@@ -15,6 +15,7 @@
 #include <sys/auxv.h>
 
 #include "capture/cfi.h"
+#include "capture/objtab.h"
 
 static uintptr_t libc_bias, ldso_bias;
 
@@ -41,7 +42,10 @@ int main(void)
 	char obj[16];
 	unsigned long off;
 
-	rs_cfi_init();
+	if (rs_objtab_scan(false) < 0) {
+		fprintf(stderr, "cfi_rows: the object table could not scan this process\n");
+		return 1;
+	}
 	dl_iterate_phdr(find_bias, NULL);
 	if (!libc_bias || !ldso_bias) {
 		fprintf(stderr, "cfi_rows: the C library or ld.so not found\n");
@@ -49,9 +53,9 @@ int main(void)
 	}
 	while (scanf("%15s %lx", obj, &off) == 2) {
 		uintptr_t pc = off + (strcmp(obj, "libc") ? ldso_bias : libc_bias);
-		const struct rs_cfi_object *o = rs_cfi_object_of(pc);
+		struct rs_lookup l;
 		struct rs_cfi_row r;
-		int err = o ? rs_cfi_row_at(o, pc, &r) : -ENOENT;
+		int err = rs_objtab_lookup(pc, &l) && l.cfi ? rs_cfi_row_at(l.cfi, pc, &r) : -ENOENT;
 
 		if (err) {
 			printf("%lx error %s\n", off, err == -ENOENT ? "ENOENT" : "ENOTSUP");

@@ -103,15 +103,24 @@ class Readme(unittest.TestCase):
                            check=True)
             subprocess.run(cc + flags + [main, "-o", os.path.join(tmp, "library_without"), "-L", tmp,
                                          "-lcalls", f"-Wl,-rpath,{tmp}"] + link, check=True)
-            for name in ("with", "without", "library_without"):
+            # the same library without call-frame information either
+            notables = os.path.join(tmp, "notables")
+            os.mkdir(notables)
+            subprocess.run(cc + ["-fPIC", "-shared", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+                                 calls, "-o", os.path.join(notables, "libcalls.so")] + link, check=True)
+            subprocess.run(cc + flags + [main, "-o", os.path.join(tmp, "library_without_tables"),
+                                         "-L", notables, "-lcalls", f"-Wl,-rpath,{notables}"] + link, check=True)
+            for name in ("with", "without", "library_without", "library_without_tables"):
                 p = subprocess.run([os.path.join(tmp, name)], capture_output=True, text=True, check=True)
                 verdicts[name] = p.stdout.split()
         self.assertEqual(verdicts["with"], ["reliable"], verdicts)
         # the program (never unloaded) is walked by its call-frame information
         self.assertEqual(verdicts["without"], ["reliable"], verdicts)
-        # a shared library without frame pointers: never reliable, and says why
-        self.assertEqual(verdicts["library_without"][0], "unreliable", verdicts)
-        self.assertIn("no-fp-object", verdicts["library_without"], verdicts)
+        # a shared library without frame pointers: walked by its call-frame information too
+        self.assertEqual(verdicts["library_without"], ["reliable"], verdicts)
+        # without frame pointers and without call-frame information: never reliable, and says why
+        self.assertEqual(verdicts["library_without_tables"][0], "unreliable", verdicts)
+        self.assertIn("no-fp-object", verdicts["library_without_tables"], verdicts)
 
 
 # Three calls deep, then a capture: its verdict and reasons.

@@ -16,8 +16,11 @@ into its caller, frame #1.
 Every capture of the corpus (unwind_gdb_target.c) must be either reliable
 and equal to gdb's frames #1, #2, ... word for word, to the outermost frame
 gdb finds (_start on the main thread, clone3 on another), or unreliable
-with the reason its stack calls for (a signal frame).  Never reliable with
-a frame missing, extra or misnamed.
+with the reason its stack calls for.  A handler's capture crosses the
+signal frame, and the interrupted instruction's CFI row proves the
+interrupted function's frame: reliable too, with the SIGNAL marker where
+gdb has the trampoline's frame.  Never reliable with a frame missing,
+extra or misnamed.
 
 Usage: test_unwind_gdb.py GDB TARGET
 """
@@ -41,7 +44,8 @@ RELIABLE_MAIN_ONLY = ["atexit", "on_exit", "destructor"]
 # Captures in a handler that interrupted the C library: a signal frame crossed
 # (relstack_capture), or the interrupted stack itself (relstack_capture_context).
 SIGNAL = ["signal", "signal_context"]
-REASON_ASYNC_START = 0x20
+# The same on threads blocked in a system call: tags blocked.KIND, blocked_context.KIND.
+BLOCKED = ["read", "nanosleep", "cond_wait"]
 
 PRINT_FRAMES = r'''
 import gdb
@@ -71,6 +75,7 @@ def run_under_gdb():
     with open(cmds, "w") as f:
         f.write("set pagination off\nset confirm off\nset print thread-events off\n"
                 "set backtrace past-main on\nhandle SIGUSR1 nostop noprint pass\n"
+                "handle SIGUSR2 nostop noprint pass\n"
                 f"source {script}\n"
                 "break relstack_capture\ncommands\nsilent\nrelstack-frames\ncontinue\nend\n"
                 "break relstack_capture_context\ncommands\nsilent\nrelstack-frames\ncontinue\nend\n"
@@ -108,6 +113,7 @@ class AgainstGdb(unittest.TestCase):
     def test_gdb_stopped_at_every_capture(self):
         expected = {f"{t}.{w}" for t in RELIABLE + SIGNAL for w in ("main", "thread")}
         expected |= {f"{t}.main" for t in RELIABLE_MAIN_ONLY}
+        expected |= {f"{t}.{k}" for t in ("blocked", "blocked_context") for k in BLOCKED}
         self.assertEqual(set(self.by_tag), expected, self.gdb.stdout[-3000:] + self.gdb.stderr[-3000:])
         self.assertEqual(len(self.frames), len(self.traces))
         for fr in self.frames:
@@ -162,33 +168,46 @@ class AgainstGdb(unittest.TestCase):
             self.assertNotIn("tail_caller", names)
             self.assertEqual(names[1:3], ["tail_callee", "tail_entry"])
 
-    def test_context_a_signal_interrupted_in_the_c_library_equals_gdb_past_the_signal_frame(self):
+    def check_signal(self, tag, context):
+        """A handler's capture (or its context's) against gdb: reliable, equal frame by frame."""
+        _, (_, reasons, words, end) = self.by_tag[tag]
+        frames = self.gdb_frames(tag)
+        sig = [k for k, _, _ in frames].index("sig")
+        detail = f"{tag}: reasons {reasons:#x}\n trace {[hex(w) for w in words]}\n gdb   {frames}"
+        if any(name.startswith("__interceptor_") for _, name, _ in frames):
+            self.assertTrue(reasons, "interceptor frame not refused: " + detail)
+            self.skipTest(f"{tag}: the chain passes through a sanitizer's interceptor")
+        self.assertEqual(reasons, 0, "not reliable: " + detail)
+        self.assertTrue(end, "no END: " + detail)
+        if context:
+            # from the interrupted pc (its row proves its frame) to the outermost frame
+            expect = [int(pc, 16) for _, _, pc in frames[sig + 1:]]
+        else:
+            # the handler's frames, the SIGNAL marker where gdb has the trampoline's frame, then the same
+            expect = [int(pc, 16) for _, _, pc in frames]
+            expect[sig] = SIGNAL_WORD
+        self.assertEqual(words, expect, "differs from gdb: " + detail)
+        return frames
+
+    def test_context_a_signal_interrupted_in_the_c_library_is_reliable_and_equals_gdb(self):
         for where in ("main", "thread"):
             with self.subTest(where=where):
-                _, (_, reasons, words, end) = self.by_tag[f"signal_context.{where}"]
-                frames = self.gdb_frames(f"signal_context.{where}")
-                sig = [k for k, _, _ in frames].index("sig")
-                # from the interrupted pc (in the C library, followed by its CFI) to the outermost frame
-                self.assertEqual(reasons, REASON_ASYNC_START, f"reasons {reasons:#x}")
-                self.assertFalse(end)
-                self.assertEqual(words, [int(pc, 16) for _, _, pc in frames[sig + 1:]],
-                                 f"trace {[hex(w) for w in words]}\n gdb {frames}")
+                frames = self.check_signal(f"signal_context.{where}", True)
                 self.assertEqual(frames[-1][1], "_start" if where == "main" else "clone3")
 
-    def test_handler_that_interrupted_the_c_library_is_a_signal_frame(self):
+    def test_handler_that_interrupted_the_c_library_is_reliable_and_equals_gdb(self):
         for where in ("main", "thread"):
             with self.subTest(where=where):
-                _, (_, reasons, words, end) = self.by_tag[f"signal.{where}"]
-                self.assertEqual(reasons, REASON_SIGNAL_FRAME, f"reasons {reasons:#x}")
-                frames = self.gdb_frames(f"signal.{where}")
-                self.assertTrue(reasons & REASON_SIGNAL_FRAME, f"reasons {reasons:#x}")
-                self.assertFalse(end)
-                # the same frames as gdb's, the SIGNAL marker where gdb has the trampoline's frame,
-                # then the interrupted pc in the C library and its callers (by the CFI) to the end
-                sig = [k for k, _, _ in frames].index("sig")
-                expect = [int(pc, 16) for _, _, pc in frames]
-                expect[sig] = SIGNAL_WORD
-                self.assertEqual(words, expect, f"trace {[hex(w) for w in words]}\n gdb {frames}")
+                self.check_signal(f"signal.{where}", False)
+
+    def test_threads_blocked_in_system_calls_captured_from_a_handler_are_reliable_and_equal_gdb(self):
+        for kind in BLOCKED:
+            for tag in ("blocked", "blocked_context"):
+                with self.subTest(kind=kind, tag=tag):
+                    frames = self.check_signal(f"{tag}.{kind}", tag == "blocked_context")
+                    names = [name for _, name, _ in frames]
+                    self.assertIn("blocked_thread", names)
+                    self.assertEqual(names[-1], "clone3")
 
 
 if __name__ == "__main__":

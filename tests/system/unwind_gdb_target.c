@@ -14,16 +14,20 @@
  * The corpus: a chain through a linked and a dlopen'd library; callbacks
  * from the C library (pthread_once, qsort, bsearch, twalk,
  * dl_iterate_phdr); a tail call; handlers run by exit (atexit, on_exit, a
- * destructor); a signal handler that interrupted the C library.
+ * destructor); a signal handler that interrupted the C library; handlers
+ * run on threads blocked in read, nanosleep and pthread_cond_wait.
  */
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <search.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "relstack/relstack.h"
@@ -221,6 +225,91 @@ __attribute__((noinline)) void *corpus_thread(void *arg)
 	return arg;
 }
 
+/* ---- threads blocked in the C library, interrupted by a signal ---- */
+
+static _Atomic int blocked_ready, blocked_handled, blocked_tid;
+static int blocked_pipe[2];
+static pthread_mutex_t blocked_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t blocked_cond = PTHREAD_COND_INITIALIZER;
+static int blocked_done;
+
+static void on_usr2(int sig, siginfo_t *si, void *uc)
+{
+	corpus_capture("blocked");
+	corpus_capture_context("blocked_context", uc);
+	atomic_store(&blocked_handled, 1);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void *blocked_thread(void *arg)
+{
+	struct timespec ts = { 30, 0 };
+	char c;
+
+	relstack_thread_register();
+	atomic_store(&blocked_tid, (int)gettid());
+	atomic_store(&blocked_ready, 1);
+	if (strcmp(where, "read") == 0) {
+		if (read(blocked_pipe[0], &c, 1) != 1)
+			abort();
+	} else if (strcmp(where, "nanosleep") == 0) {
+		nanosleep(&ts, NULL); /* EINTR once the handler returns */
+	} else {
+		pthread_mutex_lock(&blocked_lock);
+		while (!blocked_done)
+			pthread_cond_wait(&blocked_cond, &blocked_lock);
+		pthread_mutex_unlock(&blocked_lock);
+	}
+	__asm__ volatile("" ::: "memory");
+	return arg;
+}
+
+/* A thread blocked in @kind; once it sleeps in the kernel, SIGUSR2 runs the handler on it. */
+static int run_blocked(const char *kind)
+{
+	pthread_t t;
+	char state = 0;
+
+	where = kind;
+	atomic_store(&blocked_ready, 0);
+	atomic_store(&blocked_handled, 0);
+	blocked_done = 0;
+	if (pthread_create(&t, NULL, blocked_thread, NULL))
+		return -1;
+	while (!atomic_load(&blocked_ready))
+		sched_yield();
+	/* asleep in the system call: its state in /proc is S */
+	for (int i = 0; i < 1000 && state != 'S'; i++) {
+		char path[64], buf[256];
+		FILE *f;
+
+		usleep(1000);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", atomic_load(&blocked_tid));
+		f = fopen(path, "r");
+		if (f && fgets(buf, sizeof(buf), f) && strrchr(buf, ')'))
+			state = strrchr(buf, ')')[2];
+		if (f)
+			fclose(f);
+	}
+	pthread_kill(t, SIGUSR2);
+	while (!atomic_load(&blocked_handled))
+		sched_yield();
+	if (write(blocked_pipe[1], "x", 1) != 1)
+		return -1;
+	pthread_mutex_lock(&blocked_lock);
+	blocked_done = 1;
+	pthread_cond_broadcast(&blocked_cond);
+	pthread_mutex_unlock(&blocked_lock);
+	pthread_join(t, NULL);
+	if (strcmp(kind, "read") != 0) {
+		char c;
+
+		if (read(blocked_pipe[0], &c, 1) != 1) /* the byte no reader took */
+			return -1;
+	}
+	return 0;
+}
+
 /* ---- run by exit, on the main thread ---- */
 
 static void atexit_handler(void)
@@ -267,6 +356,9 @@ int main(int argc, char **argv)
 	on_exit(on_exit_handler, NULL);
 	run_corpus("main");
 	if (pthread_create(&t, NULL, corpus_thread, NULL) || pthread_join(t, NULL))
+		return 1;
+	sigaction(SIGUSR2, &(struct sigaction){ .sa_sigaction = on_usr2, .sa_flags = SA_SIGINFO | SA_RESTART }, NULL);
+	if (pipe(blocked_pipe) || run_blocked("read") || run_blocked("nanosleep") || run_blocked("cond_wait"))
 		return 1;
 	return 0;
 }

@@ -48,6 +48,8 @@ static uintptr_t lib_fp_text(void) { return (uintptr_t)&rs_unwind_fp_inner + 1; 
 /* the program's own outermost frame: _start's CFI leaves the return address undefined */
 extern char _start[];
 static uintptr_t outer_text(void) { return (uintptr_t)_start + 1; }
+/* An instruction of librs_unwind_fp.so that no CFI row describes (padding after a function). */
+static uintptr_t lib_gap_text(void) { return cfi_ra_of_kind(cfi_of_addr(lib_fp_text()), ROW_GAP) - 1; }
 #define UNKNOWN_TEXT_ADDR ((uintptr_t)0x10000)
 
 static uintptr_t slot(size_t i) { return (uintptr_t)&stk[i]; }
@@ -328,8 +330,10 @@ static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 	struct rs_walk w;
 	size_t n;
 
+	/* interrupted at an instruction no CFI row describes: its frame pointer is followed, unproven */
+	assert_true(lib_gap_text() + 1 > 1);
 	frame(4, slot(8), fp_text());
-	signal_frame(8, lib_fp_text() + 3, slot(above), slot(above + 4));
+	signal_frame(8, lib_gap_text(), slot(above), slot(above + 4));
 	frame(above + 4, 0, outer_text());
 	fake_walk(&w, slot(4));
 	n = rs_unwind_walk(&w, words, 16, &v);
@@ -338,8 +342,40 @@ static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 	assert_int_equal(v.frames, 3);
 	assert_true(words[0] == word_of(fp_text()));
 	assert_true(words[1] == RS_NATIVE_SIGNAL);
-	assert_true(words[2] == word_of(lib_fp_text() + 3)); /* the interrupted pc */
+	assert_true(words[2] == word_of(lib_gap_text())); /* the interrupted pc */
 	assert_true(words[3] == word_of(outer_text()));
+}
+
+static void signal_frame_whose_interrupted_instruction_has_a_row_is_crossed_reliably(void **state)
+{
+	size_t above = 8 + 2 + sizeof(ucontext_t) / sizeof(uintptr_t) + 8;
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	/*
+	 * Interrupted just after rs_unwind_fp_inner's push %rbp, before its
+	 * mov %rsp,%rbp: the frame pointer is still the caller's, so
+	 * following it would lose the caller.  The row of that instruction
+	 * (CFA = sp + 16, the return address at CFA - 8, the caller's frame
+	 * pointer at CFA - 16) finds it: the trace is complete.
+	 */
+	frame(4, slot(8), fp_text());
+	signal_frame(8, lib_fp_text(), slot(above), 0x7777);
+	stk[above] = slot(above + 4);       /* the pushed frame pointer */
+	stk[above + 1] = fp_text() + 2;     /* the return address into the caller */
+	frame(above + 4, 0, outer_text());  /* the caller's frame record */
+	fake_walk(&w, slot(4));
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 6);
+	assert_int_equal(v.frames, 4);
+	assert_true(words[1] == RS_NATIVE_SIGNAL);
+	assert_true(words[2] == word_of(lib_fp_text()));
+	assert_true(words[3] == word_of(fp_text() + 2));
+	assert_true(words[4] == word_of(outer_text()));
+	assert_true(words[5] == RS_NATIVE_END);
 }
 
 static void signal_frame_on_the_alternate_stack_continues_on_the_thread_stack(void **state)
@@ -352,7 +388,7 @@ static void signal_frame_on_the_alternate_stack_continues_on_the_thread_stack(vo
 
 	/* alternate stack: the upper half; thread stack: the lower half */
 	frame(half + 4, slot(half + 8), fp_text());
-	signal_frame(half + 8, lib_fp_text() + 3, slot(100), slot(104));
+	signal_frame(half + 8, lib_gap_text(), slot(100), slot(104));
 	frame(104, slot(120), fp_text() + 4);
 	frame(120, 0, outer_text());
 	fake_walk(&w, slot(half + 4));
@@ -365,13 +401,13 @@ static void signal_frame_on_the_alternate_stack_continues_on_the_thread_stack(vo
 	assert_int_equal(n, 5);
 	assert_true(words[4] == word_of(outer_text()));
 	/* the interrupted stack pointer in neither range: stop there */
-	signal_frame(half + 8, lib_fp_text() + 3, UNKNOWN_TEXT_ADDR, slot(104));
+	signal_frame(half + 8, lib_gap_text(), UNKNOWN_TEXT_ADDR, slot(104));
 	n = rs_unwind_walk(&w, words, 16, &v);
 	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME | RELSTACK_UNRELIABLE_OUTSIDE_STACK);
 	assert_int_equal(n, 3);
 }
 
-static void interrupted_pc_first_is_an_asynchronous_start(void **state)
+static void interrupted_pc_no_row_describes_is_an_asynchronous_start(void **state)
 {
 	uint64_t words[16];
 	struct relstack_verdict v;
@@ -381,12 +417,41 @@ static void interrupted_pc_first_is_an_asynchronous_start(void **state)
 	frame(4, slot(10), fp_text() + 1);
 	frame(10, 0, outer_text());
 	fake_walk(&w, slot(4));
-	w.pc = lib_fp_text();
+	w.pc = lib_gap_text();
 	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START; /* what relstack_capture_context() starts with */
 	n = rs_unwind_walk(&w, words, 16, &v);
 	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
 	assert_int_equal(n, 3);
+	assert_true(words[0] == word_of(lib_gap_text()));
+}
+
+static void interrupted_pc_after_its_push_is_proven_by_its_row(void **state)
+{
+	uint64_t words[16];
+	struct relstack_verdict v;
+	struct rs_walk w;
+	size_t n;
+
+	/* rs_unwind_fp_inner after push %rbp: the pushed frame pointer at sp, the return address above */
+	stk[4] = slot(10);
+	stk[5] = fp_text() + 1;
+	frame(10, 0, outer_text());
+	fake_walk(&w, slot(10));
+	w.sp = slot(4);
+	w.pc = lib_fp_text();
+	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 4);
 	assert_true(words[0] == word_of(lib_fp_text()));
+	assert_true(words[1] == word_of(fp_text() + 1));
+	assert_true(words[2] == word_of(outer_text()));
+	assert_true(words[3] == RS_NATIVE_END);
+	/* a return address the row finds outside any object: unknown text, no end */
+	stk[5] = UNKNOWN_TEXT_ADDR;
+	n = rs_unwind_walk(&w, words, 16, &v);
+	assert_true(v.reasons & RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
+	assert_true(words[n - 1] != RS_NATIVE_END);
 }
 
 static void interrupted_function_before_its_prologue_keeps_its_caller(void **state)
@@ -399,8 +464,8 @@ static void interrupted_function_before_its_prologue_keeps_its_caller(void **sta
 	/*
 	 * Interrupted at text_in_test's first instruction: no frame record of
 	 * its own yet, its return address at the stack pointer.  The CFI row
-	 * of that instruction finds it; the frame pointer (the caller's) would
-	 * have skipped the caller.
+	 * of that instruction finds it, and proves it; the frame pointer (the
+	 * caller's) would have skipped the caller.
 	 */
 	stk[4] = fp_text() + 2; /* the return address into the caller */
 	frame(10, 0, outer_text());
@@ -409,14 +474,15 @@ static void interrupted_function_before_its_prologue_keeps_its_caller(void **sta
 	w.pc = (uintptr_t)&text_in_test;
 	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
 	n = rs_unwind_walk(&w, words, 16, &v);
-	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
-	assert_int_equal(n, 3);
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 4);
 	assert_true(words[0] == word_of((uintptr_t)&text_in_test));
 	assert_true(words[1] == word_of(fp_text() + 2));
 	assert_true(words[2] == word_of(outer_text()));
+	assert_true(words[3] == RS_NATIVE_END);
 }
 
-static void context_capture_always_says_asynchronous_start(void **state)
+static void context_capture_at_a_pc_no_row_describes_says_asynchronous_start(void **state)
 {
 	uint64_t words[64];
 	struct relstack_verdict v;
@@ -426,10 +492,10 @@ static void context_capture_always_says_asynchronous_start(void **state)
 	/* a real context of this thread, whose stack is registered */
 	assert_int_equal(relstack_thread_register(), 0);
 	assert_int_equal(getcontext(&uc), 0);
-	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)fp_text();
+	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)lib_gap_text();
 	n = relstack_capture_context(&uc, words, 64, 0, &v);
 	assert_true(n >= 1);
-	assert_true(words[0] == word_of(fp_text()));
+	assert_true(words[0] == word_of(lib_gap_text()));
 	assert_true(v.reasons & RELSTACK_UNRELIABLE_ASYNC_START);
 }
 
@@ -475,7 +541,7 @@ static void skipped_frames_are_checked_but_not_written(void **state)
 	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
 }
 
-static void frame_in_object_without_frame_pointers_is_no_fp_object(void **state)
+static void frame_in_object_without_frame_pointers_is_followed_by_its_cfi(void **state)
 {
 	uint64_t words[16];
 	struct relstack_verdict v;
@@ -485,17 +551,26 @@ static void frame_in_object_without_frame_pointers_is_no_fp_object(void **state)
 
 	assert_true(rs_objtab_lookup(nofp_text(), &l));
 	assert_true(l.flags & RELSTACK_OBJECT_NO_FP);
-	frame(4, slot(10), nofp_text());
-	frame(10, 0, outer_text());
+	assert_non_null(l.cfi);
+	/*
+	 * The return address is rs_unwind_nofp_call's first instruction plus
+	 * one: its row is the entry row (CFA = sp + 8), the next return
+	 * address just above the frame record, whatever %rbp held.
+	 */
+	frame(4, 0, nofp_text());
+	stk[6] = outer_text();
 	fake_walk(&w, slot(4));
 	n = rs_unwind_walk(&w, words, 16, &v);
-	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT);
-	assert_int_equal(n, 2);
-	/* the last frame too: a frame pointer of 0 after it proves nothing */
-	frame(4, 0, nofp_text());
+	assert_int_equal(v.reasons, 0);
+	assert_int_equal(n, 3);
+	assert_true(words[0] == word_of(nofp_text()));
+	assert_true(words[1] == word_of(outer_text()));
+	assert_true(words[2] == RS_NATIVE_END);
+	/* a return address there in no object: unknown text, no end */
+	stk[6] = UNKNOWN_TEXT_ADDR;
 	n = rs_unwind_walk(&w, words, 16, &v);
-	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT | RELSTACK_UNRELIABLE_END_UNPROVEN);
-	assert_int_equal(n, 1);
+	assert_true(v.reasons & RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
+	assert_true(words[n - 1] != RS_NATIVE_END);
 }
 
 static void objects_built_with_frame_pointers_are_not_marked(void **state)
@@ -538,7 +613,7 @@ static void zero_frame_pointer_ends_the_stack_only_after_the_outermost_frame(voi
 
 static void c_runtime_frames_are_followed_by_their_cfi_to_the_end(void **state)
 {
-	const struct rs_cfi_object *o = crt_cfi();
+	const struct rs_cfi_table *o = crt_cfi();
 	uintptr_t entry = cfi_ra_of_kind(o, ROW_ENTRY), outer = cfi_ra_of_kind(o, ROW_OUTERMOST);
 	uint64_t words[16];
 	struct relstack_verdict v;
@@ -588,7 +663,7 @@ static void c_runtime_frames_are_followed_by_their_cfi_to_the_end(void **state)
 
 static void c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object(void **state)
 {
-	const struct rs_cfi_object *o = crt_cfi();
+	const struct rs_cfi_table *o = crt_cfi();
 	uintptr_t odd = cfi_ra_of_kind(o, ROW_UNSUPPORTED), entry = cfi_ra_of_kind(o, ROW_ENTRY);
 	uint64_t words[16];
 	struct relstack_verdict v;
@@ -611,35 +686,39 @@ static void c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object(void **state
 	assert_int_equal(n, 1);
 }
 
-static void cfi_rows_read_again_from_the_cache_are_the_same(void **state)
+static void every_compiled_row_is_found_from_its_start_to_the_next(void **state)
 {
-	const struct rs_cfi_object *o = crt_cfi();
+	const struct rs_cfi_table *o = crt_cfi();
+	uint32_t n;
 	unsigned rows = 0;
 
 	assert_non_null(o);
-	/* every FDE's first rows, twice: the second time from the cache (or computed again, the same) */
-	for (uint32_t i = 0; i < o->count; i++) {
-		int32_t rel;
-		uintptr_t pc;
+	n = rs_cfi_table_rows(o);
+	assert_true(n > 1000);
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		uintptr_t a, b;
+		struct rs_cfi_row r1, r2, r3;
+		int e1 = rs_cfi_table_row(o, i, &a, &r1), e2, e3;
 
-		memcpy(&rel, o->table + (size_t)i * 8, sizeof(rel));
-		pc = o->hdr + (intptr_t)rel;
-		for (uintptr_t a = pc; a < pc + 8; a++) {
-			struct rs_cfi_row r1, r2;
-			int e1 = rs_cfi_row_at(o, a, &r1), e2 = rs_cfi_row_at(o, a, &r2);
-
-			assert_int_equal(e1, e2);
-			if (e1)
-				continue;
-			assert_int_equal(r1.ra_rule, r2.ra_rule);
-			if (r1.ra_rule == RS_CFI_UNDEFINED)
-				continue;
-			assert_true(r1.cfa_off == r2.cfa_off && r1.ra_off == r2.ra_off && r1.cfa_on_fp == r2.cfa_on_fp &&
-				    r1.fp_rule == r2.fp_rule && (r1.fp_rule != RS_CFI_OFFSET || r1.fp_off == r2.fp_off));
-			rows++;
-		}
+		assert_int_equal(rs_cfi_table_row(o, i + 1, &b, &r3) == -ERANGE, 0);
+		assert_true(b > a);
+		e2 = rs_cfi_row_at(o, a, &r2);
+		e3 = rs_cfi_row_at(o, b - 1, &r3);
+		assert_int_equal(e1, e2);
+		assert_int_equal(e1, e3);
+		assert_memory_equal(&r1, &r2, sizeof(r1));
+		assert_memory_equal(&r1, &r3, sizeof(r1));
+		rows += !e1;
 	}
-	assert_true(rows > o->count);
+	/* most of the C library is described, and nothing lies before the first row */
+	assert_true(rows > n / 2);
+	{
+		uintptr_t first;
+		struct rs_cfi_row r;
+
+		assert_int_equal(rs_cfi_table_row(o, 0, &first, &r) == -ERANGE, 0);
+		assert_int_equal(rs_cfi_row_at(o, first - 1, &r), -ENOENT);
+	}
 }
 
 /*
@@ -652,7 +731,7 @@ static void cfi_rows_read_again_from_the_cache_are_the_same(void **state)
  */
 static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 {
-	const struct rs_cfi_object *o = crt_cfi();
+	const struct rs_cfi_table *o = crt_cfi();
 	uintptr_t entry = cfi_ra_of_kind(o, ROW_ENTRY), outer = cfi_ra_of_kind(o, ROW_OUTERMOST);
 	size_t uw = sizeof(ucontext_t) / sizeof(uintptr_t);
 	size_t x = 8 + 2 + uw + 8; /* the interrupted stack pointer of the second signal */
@@ -668,7 +747,7 @@ static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 	assert_true(entry && outer && z + 4 < STACK_WORDS);
 	/* capture <- handler <- SIGNAL | f <- (C runtime) <- SIGNAL | interrupted at an entry row <- outermost */
 	frame(4, slot(8), fp_text());
-	signal_frame(8, lib_fp_text() + 3, slot(x), slot(f));
+	signal_frame(8, lib_gap_text(), slot(x), slot(f));
 	frame(f, 0x7777, entry);
 	stk[f + 2] = crt_restorer();
 	uc = (ucontext_t *)(void *)&stk[u1];
@@ -680,14 +759,18 @@ static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 	fake_walk(&w, slot(4));
 	n = rs_unwind_walk(&w, words, 32, &v);
 	assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
-	/* the same frames from f on, reached without the second signal: by the fast walk, then the general one */
+	/*
+	 * The same frames from f on, reached without the second signal: by
+	 * the fast walk, then the general one.  The first signal's
+	 * interrupted instruction has a row: reliable, with its SIGNAL.
+	 */
 	for (int i = 0; i < 2; i++) {
 		frame(4, slot(f), i ? lib_fp_text() + 7 : fp_text());
 		fake_walk(&w, slot(4));
 		n = rs_unwind_walk(&w, words, 32, &v);
 		w.flags = RS_WALK_COMPLETE;
 		rn = rs_unwind_walk(&w, ref, 32, &rv);
-		assert_int_equal(v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
+		assert_int_equal(v.reasons, 0);
 		assert_int_equal(rv.reasons, v.reasons);
 		assert_int_equal(n, rn);
 		assert_memory_equal(words, ref, n * sizeof(words[0]));
@@ -867,19 +950,21 @@ int main(void)
 		cmocka_unit_test_setup(return_address_in_no_object_is_unknown_text, clear_stack),
 		cmocka_unit_test(the_restorer_is_found_in_the_c_runtime),
 		cmocka_unit_test_setup(restorer_return_address_is_a_signal_frame_crossed, clear_stack),
+		cmocka_unit_test_setup(signal_frame_whose_interrupted_instruction_has_a_row_is_crossed_reliably, clear_stack),
 		cmocka_unit_test_setup(signal_frame_on_the_alternate_stack_continues_on_the_thread_stack,
 				       clear_stack),
-		cmocka_unit_test_setup(interrupted_pc_first_is_an_asynchronous_start, clear_stack),
+		cmocka_unit_test_setup(interrupted_pc_no_row_describes_is_an_asynchronous_start, clear_stack),
+		cmocka_unit_test_setup(interrupted_pc_after_its_push_is_proven_by_its_row, clear_stack),
 		cmocka_unit_test_setup(interrupted_function_before_its_prologue_keeps_its_caller, clear_stack),
-		cmocka_unit_test(context_capture_always_says_asynchronous_start),
+		cmocka_unit_test(context_capture_at_a_pc_no_row_describes_says_asynchronous_start),
 		cmocka_unit_test_setup(full_array_is_truncated, clear_stack),
 		cmocka_unit_test_setup(skipped_frames_are_checked_but_not_written, clear_stack),
-		cmocka_unit_test_setup(frame_in_object_without_frame_pointers_is_no_fp_object, clear_stack),
+		cmocka_unit_test_setup(frame_in_object_without_frame_pointers_is_followed_by_its_cfi, clear_stack),
 		cmocka_unit_test(objects_built_with_frame_pointers_are_not_marked),
 		cmocka_unit_test_setup(zero_frame_pointer_ends_the_stack_only_after_the_outermost_frame, clear_stack),
 		cmocka_unit_test_setup(c_runtime_frames_are_followed_by_their_cfi_to_the_end, clear_stack),
 		cmocka_unit_test_setup(c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object, clear_stack),
-		cmocka_unit_test(cfi_rows_read_again_from_the_cache_are_the_same),
+		cmocka_unit_test(every_compiled_row_is_found_from_its_start_to_the_next),
 		cmocka_unit_test_setup(a_tail_that_crossed_a_signal_frame_is_not_cached, clear_stack),
 		cmocka_unit_test_setup(unknown_stack_reads_nothing, clear_stack),
 		cmocka_unit_test(reason_strings_are_stable_short_names),

@@ -185,31 +185,32 @@ static void *nofp_thread(void *arg)
 	return arg;
 }
 
-static void chain_through_function_without_frame_pointer_is_never_reliable(void **state)
+static void chain_through_function_without_frame_pointer_is_followed_by_its_cfi(void **state)
 {
-	static const struct {
-		uintptr_t junk;
-		uint32_t also; /* the reason the junk itself causes */
-	} cases[] = {
-		{ 0, RELSTACK_UNRELIABLE_END_UNPROVEN }, /* a frame pointer of 0 after a function that is not outermost */
-		{ 1, 0 },
-		{ 2, RELSTACK_UNRELIABLE_NOT_INCREASING },
-		{ 3, RELSTACK_UNRELIABLE_MISALIGNED },
-		{ 0x5a5a5a5a5a5a5a58ull, RELSTACK_UNRELIABLE_OUTSIDE_STACK },
-	};
+	/*
+	 * Whatever the function leaves in %rbp (a frame pointer of 0, small
+	 * numbers, an address below the capture, a misaligned one, garbage),
+	 * its CFI row at the call finds its caller, and the trace is proven
+	 * to its end.
+	 */
+	static const uintptr_t junk[] = { 0, 1, 2, 3, 0x5a5a5a5a5a5a5a58ull };
 
-	for (size_t i = 0; i < RS_ARRAY_SIZE(cases); i++) {
+	for (size_t i = 0; i < RS_ARRAY_SIZE(junk); i++) {
 		static struct nofp_case c;
 		const char *obj;
 
 		memset(&c, 0, sizeof(c));
-		c.junk = cases[i].junk;
+		c.junk = junk[i];
 		run_thread(nofp_thread, &c);
-		assert_true(c.t.n >= 2);
+		assert_int_equal(c.t.v.reasons, 0);
+		assert_true(c.t.n >= 4);
 		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
 		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_nofp_call");
-		assert_int_equal(c.t.v.reasons, RELSTACK_UNRELIABLE_NO_FP_OBJECT | cases[i].also);
-		assert_true(c.t.words[c.t.n - 1] != RS_NATIVE_END);
+		/* nofp_thread, then start_thread and clone3 in the C library, END */
+		assert_int_equal(c.t.n, 6);
+		name_of(c.t.words[3], &obj);
+		assert_non_null(strstr(obj, "libc.so"));
+		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
 	}
 }
 
@@ -314,7 +315,8 @@ static void capture_in_handler_on_alternate_stack_crosses_the_signal_frame(void 
 	memset(&c, 0, sizeof(c));
 	c.register_alt = true;
 	signal_on(&c);
-	assert_int_equal(c.cap.v.reasons, RELSTACK_UNRELIABLE_SIGNAL_FRAME);
+	/* the interrupted instruction's row proves its frame: reliable across the signal frame */
+	assert_int_equal(c.cap.v.reasons, 0);
 	assert_string_equal(name_of(c.cap.words[0], &obj), "handler");
 	s = index_of(&c.cap, RS_NATIVE_SIGNAL);
 	assert_int_equal(s, 1);
@@ -325,7 +327,8 @@ static void capture_in_handler_on_alternate_stack_crosses_the_signal_frame(void 
 		name_of(c.cap.words[i], &obj);
 		assert_non_null(strstr(obj, "libc.so"));
 	}
-	assert_int_equal(c.cap.n, 6);
+	assert_int_equal(c.cap.n, 7);
+	assert_true(c.cap.words[6] == RS_NATIVE_END);
 }
 
 static void context_capture_in_handler_starts_at_the_interrupted_pc(void **state)
@@ -336,11 +339,12 @@ static void context_capture_in_handler_starts_at_the_interrupted_pc(void **state
 	memset(&c, 0, sizeof(c));
 	c.register_alt = true;
 	signal_on(&c);
-	assert_int_equal(c.ctx.v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
+	assert_int_equal(c.ctx.v.reasons, 0);
 	assert_string_equal(name_of(c.ctx.words[0], &obj), "spin_until_signalled");
 	assert_string_equal(name_of(c.ctx.words[1], &obj), "sig_thread");
 	assert_int_equal(index_of(&c.ctx, RS_NATIVE_SIGNAL), -1);
-	assert_int_equal(c.ctx.n, 4); /* then start_thread, clone3, and no END: not reliable */
+	assert_int_equal(c.ctx.n, 5); /* then start_thread, clone3, END: the interrupted row proves the frame */
+	assert_true(c.ctx.words[4] == RS_NATIVE_END);
 }
 
 static void capture_on_unregistered_alternate_stack_reads_nothing(void **state)
@@ -353,8 +357,8 @@ static void capture_on_unregistered_alternate_stack_reads_nothing(void **state)
 	assert_int_equal(c.cap.v.reasons, RELSTACK_UNRELIABLE_OUTSIDE_STACK);
 	assert_int_equal(c.cap.n, 0);
 	/* the ucontext names the alternate stack; the interrupted frames are on the known stack */
-	assert_int_equal(c.ctx.v.reasons, RELSTACK_UNRELIABLE_ASYNC_START);
-	assert_int_equal(c.ctx.n, 4);
+	assert_int_equal(c.ctx.v.reasons, 0);
+	assert_int_equal(c.ctx.n, 5);
 }
 
 /* ---- threads whose stack is not known ---- */
@@ -409,7 +413,7 @@ int main(void)
 		cmocka_unit_test(chain_through_linked_and_dlopened_libraries_is_reliable),
 		cmocka_unit_test(relative_words_name_the_same_addresses),
 		cmocka_unit_test(skip_drops_the_innermost_frames),
-		cmocka_unit_test(chain_through_function_without_frame_pointer_is_never_reliable),
+		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_cfi),
 		cmocka_unit_test(capture_in_handler_on_alternate_stack_crosses_the_signal_frame),
 		cmocka_unit_test(context_capture_in_handler_starts_at_the_interrupted_pc),
 		cmocka_unit_test(capture_on_unregistered_alternate_stack_reads_nothing),

@@ -141,7 +141,8 @@ static int find_objects(void)
 		fpo[nfp++] = (struct object){ (uintptr_t)&text_in_test };
 	if (keeps_fp((uintptr_t)&rs_unwind_fp_inner))
 		fpo[nfp++] = (struct object){ (uintptr_t)&rs_unwind_fp_inner };
-	nofp_ra = (uintptr_t)&rs_unwind_nofp_call + 1;
+	/* a return address the walk cannot follow: a C runtime row given by an expression (its PLT) */
+	nofp_ra = cfi_ra_of_kind(crt_cfi(), ROW_UNSUPPORTED);
 	/*
 	 * Two ends of a stack in the C runtime: its outermost frame, and a
 	 * function's entry row whose return address (at the frame record +
@@ -153,7 +154,7 @@ static int find_objects(void)
 	/* a frame a recorder in another object skips: in librs_unwind_fp.so */
 	pass_ra = (uintptr_t)&rs_unwind_fp_call + 5;
 	if (nfp == 0 || !entry_ra[0] || !entry_ra[1] || !rs_objtab_lookup(entry_ra[0], &l) ||
-	    !(l.flags & RELSTACK_OBJECT_NO_FP) || keeps_fp(nofp_ra))
+	    !(l.flags & RELSTACK_OBJECT_NO_FP) || !nofp_ra || keeps_fp(nofp_ra))
 		return -1; /* the premises of every case below */
 	return 0;
 }
@@ -715,8 +716,8 @@ static void truncated_array_of_every_length_gives_the_same_words_and_verdict(voi
 					warm_common_stack(&w, depth, gap);
 					w.skip = s;
 					if (pc) {
-						/* an interrupted pc whose frame pointer is followed: in no object whose CFI is read */
-						w.pc = fpo[nfp - 1].base + 3;
+						/* an interrupted pc whose frame pointer is followed: one no CFI row describes */
+						w.pc = cfi_ra_of_kind(cfi_of_addr(fpo[nfp - 1].base), ROW_GAP) - 1;
 						w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
 					}
 					check_walk(&w, cap);
