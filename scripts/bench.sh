@@ -17,6 +17,9 @@ echo "== object table lookup"
 echo "== symbolizer"
 "$src/bench/symbolize.sh" "$build"
 
+echo "== compiled CFI tables"
+"$src/bench/cfi.sh" "$build"
+
 echo "== stack capture"
 "$build/bench/bench_capture"
 "$src/bench/capture.sh" "$build/bench/bench_capture"
