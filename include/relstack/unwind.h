@@ -3,7 +3,9 @@
  * relstack/unwind.h - capture a stack, with a verdict.
  *
  * The unwinder walks frame pointers from the calling function, or from an
- * interrupted context (a signal handler's ucontext_t), and returns entry
+ * interrupted context (a signal handler's ucontext_t), and each object's
+ * call-frame information (compiled into a table when the object is
+ * loaded) where frame pointers are not kept, and returns entry
  * words plus a verdict: reliable (reasons == 0), or the set of reasons it
  * is not.  A reliable trace reached the thread's outermost frame with
  * every frame checked, and its last word is the END marker.
@@ -32,10 +34,10 @@ extern "C" {
 #define RELSTACK_UNRELIABLE_MISALIGNED     (1u << 1) /* a frame pointer not aligned to a word */
 #define RELSTACK_UNRELIABLE_NOT_INCREASING (1u << 2) /* the chain went down the stack, or stood still */
 #define RELSTACK_UNRELIABLE_UNKNOWN_TEXT   (1u << 3) /* a return address in no known object's text */
-#define RELSTACK_UNRELIABLE_SIGNAL_FRAME   (1u << 4) /* the walk crossed a signal frame */
-#define RELSTACK_UNRELIABLE_ASYNC_START    (1u << 5) /* started at an arbitrary instruction (ucontext) */
+#define RELSTACK_UNRELIABLE_SIGNAL_FRAME   (1u << 4) /* crossed a signal frame at an instruction no CFI row describes */
+#define RELSTACK_UNRELIABLE_ASYNC_START    (1u << 5) /* started (ucontext) at an instruction no CFI row describes */
 #define RELSTACK_UNRELIABLE_TRUNCATED      (1u << 6) /* the words array was too small */
-#define RELSTACK_UNRELIABLE_NO_FP_OBJECT   (1u << 7) /* a frame in an object that keeps no frame pointers */
+#define RELSTACK_UNRELIABLE_NO_FP_OBJECT   (1u << 7) /* a frame without frame pointer nor usable CFI row */
 #define RELSTACK_UNRELIABLE_END_UNPROVEN   (1u << 8) /* the walk stopped at no frame proven to be the thread's first */
 #define RELSTACK_UNRELIABLE_OBJECTS_CHANGING (1u << 9) /* a frame in an object being loaded or unloaded */
 #define RELSTACK_UNRELIABLE_FP_MISMATCH    (1u << 10) /* with RELSTACK_CAPTURE_CHECK: frame pointer and CFI disagree */
@@ -51,9 +53,8 @@ struct relstack_verdict {
 #define RELSTACK_CAPTURE_ABSOLUTE 0x1u /* words are absolute addresses, not entry words */
 /*
  * The stack checker: every frame found by frame pointer whose function's
- * CFI the walk can read (the program's, the C library's, ld.so's) is also
- * found by that CFI, and the two must agree on where the function's frame
- * is; where they do not, RELSTACK_UNRELIABLE_FP_MISMATCH.  It finds code
+ * object has a CFI table is also found by that table, and the two must
+ * agree on where the function's frame is; where they do not, RELSTACK_UNRELIABLE_FP_MISMATCH.  It finds code
  * that breaks the frame-pointer discipline (hand-written assembly that
  * uses %rbp without saving it).  Costs a CFI row per such frame: for a
  * sampler that checks now and then, not for every capture.
@@ -83,10 +84,12 @@ RELSTACK_API int relstack_capture(uint64_t *words, size_t cap, unsigned skip, un
 /*
  * Capture the stack of the context @ucontext (a ucontext_t, as passed to
  * an SA_SIGINFO signal handler) was interrupted in.  The first word is
- * the interrupted pc itself.  The verdict always has
- * RELSTACK_UNRELIABLE_ASYNC_START: the interrupted function may have been
- * in its prologue or epilogue, or a leaf without a frame, so its caller
- * can be missing.  Same words and returns as relstack_capture().
+ * the interrupted pc itself.  The CFI row of that very instruction says
+ * whether the interrupted function had set up its frame (a prologue, an
+ * epilogue, a leaf without a frame), so its caller is found and proven;
+ * where no row describes the instruction, its frame pointer is followed
+ * and the verdict has RELSTACK_UNRELIABLE_ASYNC_START (the caller can be
+ * missing).  Same words and returns as relstack_capture().
  * Async-signal-safe.
  */
 RELSTACK_API int relstack_capture_context(const void *ucontext, uint64_t *words, size_t cap,

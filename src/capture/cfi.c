@@ -458,22 +458,18 @@ static struct {
 	unsigned nfree;
 } R = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static inline _Atomic uint32_t *table_ip(const struct rs_cfi_table *t)
+_Static_assert(sizeof(struct rs_cfi_table) % sizeof(uint32_t) == 0, "the block index follows the head");
+
+/* Bytes a table of @nblocks blocks and @rows rows needs. */
+static inline uint64_t table_bytes(uint64_t nblocks, uint64_t rows)
 {
-	return (_Atomic uint32_t *)(uintptr_t)(t + 1);
+	return sizeof(struct rs_cfi_table) + (nblocks + 1) * sizeof(uint32_t) + rows * RS_CFI_ROW_BYTES;
 }
 
-static inline _Atomic uint16_t *table_rows(const struct rs_cfi_table *t, uint32_t cap)
+/* A region of at least @need bytes: an emptied one that fits without wasting half of it, or a new one. */
+static struct rs_cfi_table *region_get(size_t need)
 {
-	return (_Atomic uint16_t *)(uintptr_t)(table_ip(t) + cap);
-}
-
-_Static_assert(sizeof(struct rs_cfi_table) % sizeof(uint32_t) == 0, "the code offsets follow the head");
-
-/* A region for @rows rows: an emptied one that fits without wasting half of it, or a new one. */
-static struct rs_cfi_table *region_get(uint32_t rows)
-{
-	size_t page = 4096, need = sizeof(struct rs_cfi_table) + (size_t)rows * RS_CFI_ROW_BYTES, size = 0;
+	size_t page = 4096, size = 0;
 	struct rs_cfi_table *t = NULL;
 	unsigned best = FREE_REGIONS;
 
@@ -497,9 +493,8 @@ static struct rs_cfi_table *region_get(uint32_t rows)
 		t = m;
 		size = need;
 	}
-	t->size = size;
 	atomic_store_explicit(&t->n, 0, memory_order_relaxed);
-	atomic_store_explicit(&t->cap, (uint32_t)((size - sizeof(*t)) / RS_CFI_ROW_BYTES), memory_order_relaxed);
+	atomic_store_explicit(&t->bytes, size, memory_order_relaxed);
 	return t;
 }
 
@@ -509,8 +504,8 @@ void rs_cfi_table_free(struct rs_cfi_table *t)
 
 	if (!t)
 		return;
-	size = t->size;
-	/* the pages read as zero from now on: cap 0, no rows */
+	size = (size_t)atomic_load_explicit(&t->bytes, memory_order_relaxed);
+	/* the pages read as zero from now on: a region of no bytes, no rows */
 	madvise(t, size, MADV_DONTNEED);
 	pthread_mutex_lock(&R.lock);
 	if (R.nfree < FREE_REGIONS) {
@@ -552,11 +547,11 @@ struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t
 {
 	struct builder b = { .bias = bias };
 	const unsigned char *table;
-	struct rs_cfi_table *t;
-	_Atomic uint32_t *ip;
-	_Atomic uint16_t *rows;
+	struct rs_cfi_table *t = NULL;
+	_Atomic uint32_t *first;
+	_Atomic uint16_t *ip, *rows;
 	uintptr_t last_cie = 0;
-	uint32_t count, cap;
+	uint32_t count, base = 0, nblocks = 0;
 
 	if (!search_table(hdr, lo, hi, &table, &count)) {
 		errno = ENOENT;
@@ -571,25 +566,38 @@ struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t
 		else
 			compile_fde(&b, fde, lo, hi, pc, &last_cie);
 	}
-	t = b.nomem ? NULL : region_get(b.n);
+	if (b.n) {
+		base = b.ip[0] & ~(RS_CFI_BLOCK - 1);
+		nblocks = ((b.ip[b.n - 1] - base) >> RS_CFI_BLOCK_SHIFT) + 1;
+	}
+	if (!b.nomem)
+		t = region_get(table_bytes(nblocks, b.n));
 	if (!t) {
 		free(b.ip);
 		free(b.row);
 		errno = ENOMEM;
 		return NULL;
 	}
-	cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
-	ip = table_ip(t);
-	rows = table_rows(t, cap);
+	first = table_first(t);
+	ip = table_ip(t, nblocks);
+	rows = table_rows(t, nblocks, b.n);
+	/* first[k]: the first row starting in block k or later */
+	for (uint32_t k = 0, i = 0; k <= nblocks; k++) {
+		while (i < b.n && b.ip[i] - base < (uint64_t)k << RS_CFI_BLOCK_SHIFT)
+			i++;
+		atomic_store_explicit(&first[k], i, memory_order_relaxed);
+	}
 	for (uint32_t i = 0; i < b.n; i++) {
-		atomic_store_explicit(&ip[i], b.ip[i], memory_order_relaxed);
-		for (unsigned k = 0; k < 3; k++)
-			atomic_store_explicit(&rows[(size_t)i * 3 + k], b.row[i].w[k], memory_order_relaxed);
+		atomic_store_explicit(&ip[i], (uint16_t)((b.ip[i] - base) & (RS_CFI_BLOCK - 1)), memory_order_relaxed);
+		for (unsigned w = 0; w < 3; w++)
+			atomic_store_explicit(&rows[(size_t)i * 3 + w], b.row[i].w[w], memory_order_relaxed);
 		b.stats.unsupported += (b.row[i].w[0] & 7) == KIND_UNSUPPORTED;
 	}
 	b.stats.rows = b.n;
 	t->stats = b.stats;
 	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);
+	atomic_store_explicit(&t->base, base, memory_order_relaxed);
+	atomic_store_explicit(&t->nblocks, nblocks, memory_order_relaxed);
 	/* the rows before their count; the index's publication orders both before any reader */
 	atomic_store_explicit(&t->n, b.n, memory_order_release);
 	free(b.ip);
@@ -612,51 +620,104 @@ struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info)
 
 /* ---- looking up ---- */
 
-static inline int row_read(const struct rs_cfi_table *t, uint32_t cap, uint32_t i, struct rs_cfi_row *row)
+/*
+ * The table's shape as one reader saw it; false where it does not fit the
+ * region (emptied, or being rewritten: the seq check throws the walk
+ * away), so that every index below stays inside the region.
+ */
+struct shape {
+	uint32_t base, nblocks, n;
+	const _Atomic uint32_t *first;
+	const _Atomic uint16_t *ip, *rows;
+};
+
+static inline bool shape_of(const struct rs_cfi_table *t, struct shape *sh)
 {
-	const _Atomic uint16_t *rows = table_rows(t, cap);
+	uint64_t bytes = atomic_load_explicit(&t->bytes, memory_order_relaxed);
+
+	sh->base = atomic_load_explicit(&t->base, memory_order_relaxed);
+	sh->nblocks = atomic_load_explicit(&t->nblocks, memory_order_relaxed);
+	sh->n = atomic_load_explicit(&t->n, memory_order_relaxed);
+	if (!sh->n || !sh->nblocks || table_bytes(sh->nblocks, sh->n) > bytes)
+		return false;
+	sh->first = table_first(t);
+	sh->ip = table_ip(t, sh->nblocks);
+	sh->rows = table_rows(t, sh->nblocks, sh->n);
+	return true;
+}
+
+static inline int row_read(const struct shape *sh, uint32_t i, struct rs_cfi_row *row)
+{
 	struct packed p;
 
 	for (unsigned k = 0; k < 3; k++)
-		p.w[k] = atomic_load_explicit(&rows[(size_t)i * 3 + k], memory_order_relaxed);
+		p.w[k] = atomic_load_explicit(&sh->rows[(size_t)i * 3 + k], memory_order_relaxed);
 	return unpack(&p, row);
+}
+
+static inline uint32_t first_of(const struct shape *sh, uint32_t k)
+{
+	uint32_t f = atomic_load_explicit(&sh->first[k], memory_order_relaxed);
+
+	return f < sh->n ? f : sh->n;
 }
 
 int rs_cfi_row_at(const struct rs_cfi_table *t, uintptr_t pc, struct rs_cfi_row *row)
 {
-	uint32_t cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
-	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed), lo = 0, hi;
 	uint64_t off = (uint64_t)(pc - atomic_load_explicit(&t->bias, memory_order_relaxed));
-	const _Atomic uint32_t *ip = table_ip(t);
+	struct shape sh;
+	uint32_t k, lo, hi, in;
 
-	if (n > cap)
-		n = cap; /* a region being reused: the seq check throws the walk away */
-	if (!n || off > UINT32_MAX || atomic_load_explicit(&ip[0], memory_order_relaxed) > off) {
+	if (!shape_of(t, &sh) || off < sh.base || off > UINT32_MAX) {
 		memset(row, 0, sizeof(*row));
 		return -ENOENT;
 	}
-	/* the last row starting at or before off */
-	hi = n;
+	off -= sh.base;
+	k = (uint32_t)(off >> RS_CFI_BLOCK_SHIFT);
+	if (k >= sh.nblocks)
+		return row_read(&sh, sh.n - 1, row); /* past the last row's start */
+	/* the rows starting in block k: [lo, hi); the last one starting at or before off */
+	lo = first_of(&sh, k);
+	hi = first_of(&sh, k + 1);
+	in = (uint32_t)(off & (RS_CFI_BLOCK - 1));
+	if (lo >= hi || atomic_load_explicit(&sh.ip[lo], memory_order_relaxed) > in) {
+		/* none yet in this block: the row in effect is the one before */
+		if (!lo) {
+			memset(row, 0, sizeof(*row));
+			return -ENOENT;
+		}
+		return row_read(&sh, lo - 1, row);
+	}
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (atomic_load_explicit(&ip[mid], memory_order_relaxed) <= off)
+		if (atomic_load_explicit(&sh.ip[mid], memory_order_relaxed) <= in)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	return row_read(t, cap, lo, row);
+	return row_read(&sh, lo, row);
 }
 
 int rs_cfi_table_row(const struct rs_cfi_table *t, uint32_t i, uintptr_t *start, struct rs_cfi_row *row)
 {
-	uint32_t cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
+	struct shape sh;
+	uint32_t k = 0;
 
-	if (i >= rs_cfi_table_rows(t)) {
+	if (!shape_of(t, &sh) || i >= sh.n) {
 		memset(row, 0, sizeof(*row));
 		return -ERANGE;
 	}
-	*start = atomic_load_explicit(&t->bias, memory_order_relaxed) +
-		 atomic_load_explicit(&table_ip(t)[i], memory_order_relaxed);
-	return row_read(t, cap, i, row);
+	while (k + 1 < sh.nblocks && first_of(&sh, k + 1) <= i)
+		k++;
+	*start = atomic_load_explicit(&t->bias, memory_order_relaxed) + sh.base +
+		 ((uintptr_t)k << RS_CFI_BLOCK_SHIFT) + atomic_load_explicit(&sh.ip[i], memory_order_relaxed);
+	return row_read(&sh, i, row);
+}
+
+uint32_t rs_cfi_table_rows(const struct rs_cfi_table *t)
+{
+	struct shape sh;
+
+	return shape_of(t, &sh) ? sh.n : 0;
 }

@@ -16,11 +16,17 @@
  * row, which the walk reports instead of guessing; code no FDE covers
  * has a "gap" row.
  *
- * The layout (ORC's, the kernel's compiled unwind tables, in spirit): an
- * array of 4-byte code offsets (from the object's load bias) for the
- * search, and a parallel array of 6-byte rows: 10 bytes a row.
+ * The layout (ORC's, the kernel's compiled unwind tables, in spirit): a
+ * block index, then 2-byte code offsets for the search and a parallel
+ * array of 6-byte rows: 8 bytes a row, and 4 bytes per RS_CFI_BLOCK
+ * bytes of code.
  *
- *	struct rs_cfi_table | ip[0] ip[1] ... ip[cap-1] | row[0] ... row[cap-1]
+ *	struct rs_cfi_table | first[nblocks + 1] | ip[n] | row[n]
+ *
+ * Code offsets (pc - bias) from base on are cut into blocks of
+ * RS_CFI_BLOCK bytes; first[k] is the first row starting in block k or
+ * later, and ip[i] is row i's offset inside its block.  A lookup finds
+ * the block by a shift and searches only its rows.
  *
  * Lifetime.  A table is published in the object table's index with its
  * object's code range, and retired when the object leaves the index
@@ -29,8 +35,9 @@
  * another table later.  A reader that found the table under one index
  * sequence and read it while it was retired or rewritten sees the
  * sequence change at the end of its walk (rs_objtab_end()) and throws
- * the walk away; every read it made stayed inside the region, whose
- * capacity never changes while it holds a table.
+ * the walk away; every read it made stayed inside the region, whose size
+ * never changes while it holds a table (a shape read torn that would
+ * not fit it is taken for an empty table).
  */
 #ifndef RELSTACK_CFI_H
 #define RELSTACK_CFI_H
@@ -70,16 +77,36 @@ struct rs_cfi_stats {
 };
 
 struct rs_cfi_table {
-	_Atomic uintptr_t bias; /* rows are keyed by pc - bias */
-	_Atomic uint32_t n;     /* rows in use */
-	_Atomic uint32_t cap;   /* rows the region holds: fixed while it holds a table, 0 once emptied */
-	size_t size;            /* the region's bytes (the writer's) */
+	_Atomic uintptr_t bias;    /* rows are keyed by pc - bias */
+	_Atomic uint64_t bytes;    /* the region's size: fixed while it holds a table, 0 once emptied */
+	_Atomic uint32_t base;     /* the code offset block 0 starts at */
+	_Atomic uint32_t nblocks;  /* blocks of RS_CFI_BLOCK bytes */
+	_Atomic uint32_t n;        /* rows */
+	uint32_t reserved;
 	struct rs_cfi_stats stats;
-	/* followed by _Atomic uint32_t ip[cap]; _Atomic uint16_t row[cap][3] */
+	/* followed by _Atomic uint32_t first[nblocks + 1]; _Atomic uint16_t ip[n], row[n][3] */
 };
 
-/* Bytes of a compiled row: its code offset and its rule. */
-#define RS_CFI_ROW_BYTES (sizeof(uint32_t) + 3 * sizeof(uint16_t))
+#define RS_CFI_BLOCK_SHIFT 12
+#define RS_CFI_BLOCK (1u << RS_CFI_BLOCK_SHIFT)
+
+/* Bytes of a compiled row: its offset in its block and its rule. */
+#define RS_CFI_ROW_BYTES (sizeof(uint16_t) + 3 * sizeof(uint16_t))
+
+static inline _Atomic uint32_t *table_first(const struct rs_cfi_table *t)
+{
+	return (_Atomic uint32_t *)(uintptr_t)(t + 1);
+}
+
+static inline _Atomic uint16_t *table_ip(const struct rs_cfi_table *t, uint32_t nblocks)
+{
+	return (_Atomic uint16_t *)(uintptr_t)(table_first(t) + nblocks + 1);
+}
+
+static inline _Atomic uint16_t *table_rows(const struct rs_cfi_table *t, uint32_t nblocks, uint32_t n)
+{
+	return table_ip(t, nblocks) + n;
+}
 
 /*
  * Compile the CFI an .eh_frame_hdr at @hdr indexes, every read (the
@@ -110,13 +137,7 @@ RS_HIDDEN int rs_cfi_row_at(const struct rs_cfi_table *t, uintptr_t pc, struct r
  */
 RS_HIDDEN int rs_cfi_table_row(const struct rs_cfi_table *t, uint32_t i, uintptr_t *start, struct rs_cfi_row *row);
 
-/* Rows in @t. */
-static inline uint32_t rs_cfi_table_rows(const struct rs_cfi_table *t)
-{
-	uint32_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
-	uint32_t cap = atomic_load_explicit(&t->cap, memory_order_relaxed);
-
-	return n < cap ? n : cap;
-}
+/* Rows in @t (0 for an emptied one). */
+RS_HIDDEN uint32_t rs_cfi_table_rows(const struct rs_cfi_table *t);
 
 #endif

@@ -10,7 +10,7 @@
  * For each file it checks what every table must satisfy (rows sorted,
  * each found again at its start by the lookup) and prints one line:
  *
- *	FILE fdes N rows N unsupported N cfi_bytes N us N
+ *	FILE fdes N rows N unsupported N cfi_bytes N table_bytes N us N
  *
  * then a total line.  Files that are not ELF, or have no PT_GNU_EH_FRAME,
  * are counted and skipped.  Exit status 1 if any table broke a rule.
@@ -114,6 +114,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = first; i < argc; i++) {
 		struct rs_cfi_table *t;
+		unsigned long long tb;
 		struct stat st;
 		double us = 0;
 		void *m;
@@ -135,9 +136,12 @@ int main(int argc, char **argv)
 		if (t) {
 			files++;
 			bad |= check(t, argv[i]);
-			printf("%s fdes %llu rows %llu unsupported %llu cfi_bytes %llu us %.1f\n", argv[i],
-			       (unsigned long long)t->stats.fdes, (unsigned long long)t->stats.rows,
-			       (unsigned long long)t->stats.unsupported, (unsigned long long)t->stats.cfi_bytes, us);
+			/* what the table takes: its head, block index and rows (the region rounds it up to pages) */
+			tb = sizeof(*t) + (t->nblocks + 1) * sizeof(uint32_t) + (uint64_t)t->n * RS_CFI_ROW_BYTES;
+			printf("%s fdes %llu rows %llu unsupported %llu cfi_bytes %llu table_bytes %llu us %.1f\n",
+			       argv[i], (unsigned long long)t->stats.fdes, (unsigned long long)t->stats.rows,
+			       (unsigned long long)t->stats.unsupported, (unsigned long long)t->stats.cfi_bytes,
+			       (unsigned long long)tb, us);
 			fdes += t->stats.fdes;
 			rows += t->stats.rows;
 			unsup += t->stats.unsupported;
