@@ -18,6 +18,12 @@
  *   relstack_qsort    relstack_capture() in a qsort() comparison function: the
  *                     C library's frames (no frame pointers) followed by CFI
  *   relstack_check    relstack_capture() with the stack checker
+ *   unw_qsort         unw_backtrace() in the same qsort() comparison function:
+ *                     the peer on that stack
+ *   relstack_cold     a thread started for each capture: the first capture
+ *                     of a thread, whose cache holds no range and no tail
+ *   thread_only       the same threads, with no capture (what
+ *                     relstack_cold costs beyond the capture itself)
  *
  *   bench_capture                  time every method at every depth: ns per
  *                                  capture and per frame, and ratios
@@ -31,6 +37,7 @@
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,12 +51,14 @@
 
 enum method {
 	RELSTACK, RELSTACK_ABS, FP_FLOOR, UNW_BACKTRACE, GLIBC, /* GLIBC: the last peer */
-	RELSTACK_SKIP1, RELSTACK_CONTEXT, RELSTACK_QSORT, RELSTACK_CHECK, NMETHODS
+	RELSTACK_SKIP1, RELSTACK_CONTEXT, RELSTACK_QSORT, RELSTACK_CHECK, UNW_QSORT, RELSTACK_COLD, THREAD_ONLY,
+	NMETHODS
 };
 
 static const char *const method_names[NMETHODS] = {
 	"relstack", "relstack_abs", "fp_floor", "unw_backtrace", "glibc",
-	"relstack_skip1", "relstack_context", "relstack_qsort", "relstack_check",
+	"relstack_skip1", "relstack_context", "relstack_qsort", "relstack_check", "unw_qsort", "relstack_cold",
+	"thread_only",
 };
 
 static int (*glibc_backtrace)(void **, int);
@@ -108,7 +117,11 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 			n = relstack_capture(words, MAXW, 1, 0, &v);
 			break;
 		case RELSTACK_QSORT:
+		case RELSTACK_COLD:
 			n = relstack_capture(words, MAXW, 0, 0, &v);
+			break;
+		case UNW_QSORT:
+			n = unw_backtrace(ptrs, MAXW);
 			break;
 		case RELSTACK_CHECK:
 			n = relstack_capture(words, MAXW, 0, RELSTACK_CAPTURE_CHECK, &v);
@@ -118,7 +131,8 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 		}
 		__asm__ volatile("" ::: "memory");
 	}
-	r->frames = (r->m == RELSTACK || r->m == RELSTACK_ABS || r->m > GLIBC) ? (int)v.frames : n;
+	r->frames = (r->m == RELSTACK || r->m == RELSTACK_ABS || (r->m > GLIBC && r->m != UNW_QSORT)) ? (int)v.frames
+												   : n;
 	r->reasons = v.reasons;
 }
 
@@ -169,7 +183,7 @@ static chain_fn chain[129];
 			chain[r->depth - left](r, left - 1);                \
 		else if (r->m == RELSTACK_CONTEXT)                          \
 			context_loop(r);                                    \
-		else if (r->m == RELSTACK_QSORT)                            \
+		else if (r->m == RELSTACK_QSORT || r->m == UNW_QSORT)       \
 			qsort_loop(r);                                      \
 		else                                                        \
 			capture_loop(r);                                    \
@@ -194,9 +208,33 @@ static void chain_init(void)
 	memcpy(chain, fns, sizeof(fns));
 }
 
+/* A thread of its own: registered, then DEPTH functions, then one capture (or none). */
+static void *cold_thread(void *arg)
+{
+	struct run *r = arg;
+
+	relstack_thread_register();
+	chain[0](r, r->depth - 1);
+	return NULL;
+}
+
 /* DEPTH functions between main and the capture loop. */
 static void run_at_depth(struct run *r)
 {
+	if (r->m == RELSTACK_COLD || r->m == THREAD_ONLY) {
+		struct run one = *r;
+
+		one.n = r->m == RELSTACK_COLD ? 1 : 0;
+		for (unsigned long i = 0; i < r->n; i++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, cold_thread, &one) == 0)
+				pthread_join(t, NULL);
+		}
+		r->frames = one.frames;
+		r->reasons = one.reasons;
+		return;
+	}
 	chain[0](r, r->depth - 1);
 }
 

@@ -10,7 +10,7 @@
 set -eu
 prog=$1
 n1=${2:-1000} n2=${3:-3000}
-methods="relstack relstack_abs fp_floor unw_backtrace glibc relstack_skip1 relstack_context relstack_qsort relstack_check"
+methods="relstack relstack_abs fp_floor unw_backtrace glibc relstack_skip1 relstack_context relstack_qsort relstack_check unw_qsort"
 
 if ! command -v valgrind >/dev/null; then
 	echo "capture: callgrind skipped: valgrind not installed" >&2
@@ -47,6 +47,8 @@ for d in 8 32 128; do
 		'BEGIN { printf "%s: %+.1f instructions/capture vs relstack\n", n, a - b }'
 	awk -v a="$ir_relstack_check" -v b="$ir_relstack" -v n="capture_relstack_check_d${d}_ir" \
 		'BEGIN { printf "%s: ratio %.2f vs relstack (the stack checker)\n", n, a / b }'
+	awk -v a="$ir_relstack_qsort" -v b="$ir_unw_qsort" -v n="capture_relstack_qsort_d${d}_ir" \
+		'BEGIN { printf "%s: ratio %.2f vs unw_qsort (frame pointers and CFI tables against libunwind, same stack)\n", n, a / b }'
 	# the frames a qsort() call adds (the comparison function's and the C library's), each by CFI
 	fq=$("$prog" relstack_qsort "$d" frames)
 	fr=$("$prog" relstack "$d" frames)
@@ -57,9 +59,21 @@ for d in 8 32 128; do
 		eval "ir_${m}_d$d=\$ir_$m"
 		eval "frames_${m}_d$d=\$($prog $m $d frames)"
 	done
+	eval "ir_unw_backtrace_d$d=\$ir_unw_backtrace"
 done
 for m in relstack fp_floor; do
 	eval "a=\$ir_${m}_d32 b=\$ir_${m}_d128 fa=\$frames_${m}_d32 fb=\$frames_${m}_d128"
 	awk -v a="$a" -v b="$b" -v fa="$fa" -v fb="$fb" -v n="capture_${m}_d32_d128_ir_frame" \
 		'BEGIN { printf "%s: %.2f instructions/frame\n", n, (b - a) / (fb - fa) }'
 done
+# A cold capture: the first of a thread (no cached range, no tail), at
+# depth 32: threads that capture once, less the same threads without it.
+c1=$(count relstack_cold 32 100)
+c2=$(count relstack_cold 32 300)
+t1=$(count thread_only 32 100)
+t2=$(count thread_only 32 300)
+awk -v c1="$c1" -v c2="$c2" -v t1="$t1" -v t2="$t2" -v w="$ir_relstack_d32" -v u="$ir_unw_backtrace_d32" 'BEGIN {
+	cold = ((c2 - c1) - (t2 - t1)) / 200
+	printf "capture_relstack_cold_d32_ir: %.1f instructions/capture (the first of a thread)\n", cold
+	printf "capture_relstack_cold_d32_ir: ratio %.2f vs relstack (warm), %.2f vs unw_backtrace\n", cold / w, cold / u
+}'

@@ -549,7 +549,8 @@ struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t
 	const unsigned char *table;
 	struct rs_cfi_table *t = NULL;
 	_Atomic uint32_t *first;
-	_Atomic uint16_t *ip, *rows;
+	_Atomic uint16_t *rows;
+	_Atomic uint8_t *ip;
 	uintptr_t last_cie = 0;
 	uint32_t count, base = 0, nblocks = 0;
 
@@ -579,8 +580,8 @@ struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t
 		return NULL;
 	}
 	first = table_first(t);
-	ip = table_ip(t, nblocks);
-	rows = table_rows(t, nblocks, b.n);
+	rows = table_rows(t, nblocks);
+	ip = table_ip(t, nblocks, b.n);
 	/* first[k]: the first row starting in block k or later */
 	for (uint32_t k = 0, i = 0; k <= nblocks; k++) {
 		while (i < b.n && b.ip[i] - base < (uint64_t)k << RS_CFI_BLOCK_SHIFT)
@@ -588,7 +589,7 @@ struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t
 		atomic_store_explicit(&first[k], i, memory_order_relaxed);
 	}
 	for (uint32_t i = 0; i < b.n; i++) {
-		atomic_store_explicit(&ip[i], (uint16_t)((b.ip[i] - base) & (RS_CFI_BLOCK - 1)), memory_order_relaxed);
+		atomic_store_explicit(&ip[i], (uint8_t)((b.ip[i] - base) & (RS_CFI_BLOCK - 1)), memory_order_relaxed);
 		for (unsigned w = 0; w < 3; w++)
 			atomic_store_explicit(&rows[(size_t)i * 3 + w], b.row[i].w[w], memory_order_relaxed);
 		b.stats.unsupported += (b.row[i].w[0] & 7) == KIND_UNSUPPORTED;
@@ -628,7 +629,8 @@ struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info)
 struct shape {
 	uint32_t base, nblocks, n;
 	const _Atomic uint32_t *first;
-	const _Atomic uint16_t *ip, *rows;
+	const _Atomic uint16_t *rows;
+	const _Atomic uint8_t *ip;
 };
 
 static inline bool shape_of(const struct rs_cfi_table *t, struct shape *sh)
@@ -641,8 +643,8 @@ static inline bool shape_of(const struct rs_cfi_table *t, struct shape *sh)
 	if (!sh->n || !sh->nblocks || table_bytes(sh->nblocks, sh->n) > bytes)
 		return false;
 	sh->first = table_first(t);
-	sh->ip = table_ip(t, sh->nblocks);
-	sh->rows = table_rows(t, sh->nblocks, sh->n);
+	sh->rows = table_rows(t, sh->nblocks);
+	sh->ip = table_ip(t, sh->nblocks, sh->n);
 	return true;
 }
 
@@ -708,8 +710,16 @@ int rs_cfi_table_row(const struct rs_cfi_table *t, uint32_t i, uintptr_t *start,
 		memset(row, 0, sizeof(*row));
 		return -ERANGE;
 	}
-	while (k + 1 < sh.nblocks && first_of(&sh, k + 1) <= i)
-		k++;
+	/* the block holding row i: the last k with first[k] <= i */
+	for (uint32_t lo = 0, hi = sh.nblocks; hi - lo > 1;) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (first_of(&sh, mid) <= i)
+			lo = mid;
+		else
+			hi = mid;
+		k = lo;
+	}
 	*start = atomic_load_explicit(&t->bias, memory_order_relaxed) + sh.base +
 		 ((uintptr_t)k << RS_CFI_BLOCK_SHIFT) + atomic_load_explicit(&sh.ip[i], memory_order_relaxed);
 	return row_read(&sh, i, row);

@@ -17,16 +17,16 @@
  * has a "gap" row.
  *
  * The layout (ORC's, the kernel's compiled unwind tables, in spirit): a
- * block index, then 2-byte code offsets for the search and a parallel
- * array of 6-byte rows: 8 bytes a row, and 4 bytes per RS_CFI_BLOCK
- * bytes of code.
+ * block index, then an array of 6-byte rows and a parallel array of
+ * 1-byte code offsets: 7 bytes a row, and 4 bytes per RS_CFI_BLOCK bytes
+ * of code.
  *
- *	struct rs_cfi_table | first[nblocks + 1] | ip[n] | row[n]
+ *	struct rs_cfi_table | first[nblocks + 1] | row[n] | ip[n]
  *
  * Code offsets (pc - bias) from base on are cut into blocks of
  * RS_CFI_BLOCK bytes; first[k] is the first row starting in block k or
  * later, and ip[i] is row i's offset inside its block.  A lookup finds
- * the block by a shift and searches only its rows.
+ * the block by a shift and searches only its rows, a handful.
  *
  * Lifetime.  A table is published in the object table's index with its
  * object's code range, and retired when the object leaves the index
@@ -84,28 +84,28 @@ struct rs_cfi_table {
 	_Atomic uint32_t n;        /* rows */
 	uint32_t reserved;
 	struct rs_cfi_stats stats;
-	/* followed by _Atomic uint32_t first[nblocks + 1]; _Atomic uint16_t ip[n], row[n][3] */
+	/* followed by _Atomic uint32_t first[nblocks + 1]; _Atomic uint16_t row[n][3]; _Atomic uint8_t ip[n] */
 };
 
-#define RS_CFI_BLOCK_SHIFT 12
+#define RS_CFI_BLOCK_SHIFT 8
 #define RS_CFI_BLOCK (1u << RS_CFI_BLOCK_SHIFT)
 
-/* Bytes of a compiled row: its offset in its block and its rule. */
-#define RS_CFI_ROW_BYTES (sizeof(uint16_t) + 3 * sizeof(uint16_t))
+/* Bytes of a compiled row: its rule and its offset in its block. */
+#define RS_CFI_ROW_BYTES (3 * sizeof(uint16_t) + sizeof(uint8_t))
 
 static inline _Atomic uint32_t *table_first(const struct rs_cfi_table *t)
 {
 	return (_Atomic uint32_t *)(uintptr_t)(t + 1);
 }
 
-static inline _Atomic uint16_t *table_ip(const struct rs_cfi_table *t, uint32_t nblocks)
+static inline _Atomic uint16_t *table_rows(const struct rs_cfi_table *t, uint32_t nblocks)
 {
 	return (_Atomic uint16_t *)(uintptr_t)(table_first(t) + nblocks + 1);
 }
 
-static inline _Atomic uint16_t *table_rows(const struct rs_cfi_table *t, uint32_t nblocks, uint32_t n)
+static inline _Atomic uint8_t *table_ip(const struct rs_cfi_table *t, uint32_t nblocks, uint32_t n)
 {
-	return table_ip(t, nblocks) + n;
+	return (_Atomic uint8_t *)(uintptr_t)(table_rows(t, nblocks) + (size_t)n * 3);
 }
 
 /*
