@@ -4,7 +4,8 @@
  * one object's read-only segment: an .eh_frame_hdr at its start, its
  * .eh_frame anywhere after.  cfi.c compiles it into a table, whose rows
  * are then asked for at addresses the input's last bytes choose, and at
- * the start of each row;
+ * the start of each row.  The same bytes are also read as a .debug_frame
+ * section (cfi-debug.c);
  * fpcheck.c reads the same bytes through a made-up program header table
  * (the segment also stands for the object's text, so the signal
  * trampoline search reads it too).  Every read must stay in the input.
@@ -40,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(seg, data, size);
 	lo = (uintptr_t)seg;
 	hi = lo + size;
-	t = rs_cfi_table_compile(lo, lo, hi, lo);
+	t = rs_cfi_table_compile(lo, lo, hi, lo, size);
 	if (t) {
 		uintptr_t prev = 0, start;
 
@@ -52,6 +53,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			prev = start;
 			rs_cfi_row_at(t, start, &row);
 			rs_cfi_row_at(t, start + 3, &row);
+		}
+		rs_cfi_table_free(t);
+	}
+	t = rs_cfi_table_from_debug_frame(seg, size, 0, 1u << 20);
+	if (t) {
+		uintptr_t prev = 0, start;
+
+		for (uint32_t i = 0; i < rs_cfi_table_rows(t) && i < 256; i++) {
+			if (rs_cfi_table_row(t, i, &start, &row) == -ERANGE || (i && start <= prev))
+				abort();
+			prev = start;
+			rs_cfi_row_at(t, start + 1, &row);
 		}
 		rs_cfi_table_free(t);
 	}

@@ -23,8 +23,8 @@
 #include <link.h>
 #include <sys/mman.h>
 
+#include "capture/cfi-local.h"
 #include "capture/cfi-parse.h"
-#include "capture/cfi.h"
 #include "capture/unwind-local.h"
 
 /* DW_EH_PE_datarel | DW_EH_PE_sdata4: the table encoding every linker writes. */
@@ -48,18 +48,18 @@ struct state {
 /* remember_state nesting; GCC and glibc's assembly use one level. */
 #define STATE_DEPTH 4
 
-struct builder;
+struct rs_cfi_builder;
 
 struct run {
 	struct state st, initial, saved[STATE_DEPTH];
 	unsigned depth;
 	uintptr_t loc, end; /* end: the FDE's; no row starts at or past it */
 	const struct cie *cie;
-	struct builder *b; /* where each row closed by an advance goes */
+	struct rs_cfi_builder *b; /* where each row closed by an advance goes */
 	bool in_fde; /* restore takes the CIE's rules (only in an FDE) */
 };
 
-static void emit(struct builder *b, uintptr_t loc, const struct state *st);
+static void emit(struct rs_cfi_builder *b, uintptr_t loc, const struct state *st);
 
 static void set_rule(struct run *r, uint64_t reg, uint8_t kind, int64_t off)
 {
@@ -225,10 +225,6 @@ enum kind { KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP 
 
 #define ROW_SCALED 0x20u
 
-struct packed {
-	uint16_t w[3];
-};
-
 static const struct packed row_gap = { { KIND_GAP, 0, 0 } };
 static const struct packed row_unsupported = { { KIND_UNSUPPORTED, 0, 0 } };
 
@@ -318,22 +314,13 @@ static int unpack(const struct packed *p, struct rs_cfi_row *row)
 
 /* ---- building ---- */
 
-struct builder {
-	uintptr_t bias;
-	uint32_t *ip;
-	struct packed *row;
-	uint32_t n, cap;
-	bool nomem;
-	struct rs_cfi_stats stats;
-};
-
 /* Append a row from code offset loc - bias on; rows only go forwards. */
-static void add(struct builder *b, uintptr_t loc, struct packed p)
+static void add(struct rs_cfi_builder *b, uintptr_t loc, struct packed p)
 {
 	uint64_t off = (uint64_t)(loc - b->bias);
 
-	if (loc < b->bias || off > UINT32_MAX || b->nomem)
-		return;
+	if (loc < b->bias || off > UINT32_MAX || off > b->span || b->nomem)
+		return; /* (off == span: the gap where the last FDE ends) */
 	if (b->n && off < b->ip[b->n - 1])
 		return; /* overlapping FDEs: the first one's rows stand */
 	if (b->n && off == b->ip[b->n - 1]) {
@@ -362,7 +349,7 @@ static void add(struct builder *b, uintptr_t loc, struct packed p)
 	b->row[b->n++] = p;
 }
 
-static void emit(struct builder *b, uintptr_t loc, const struct state *st)
+static void emit(struct rs_cfi_builder *b, uintptr_t loc, const struct state *st)
 {
 	struct rs_cfi_row row;
 	int err = row_of(st, &row);
@@ -370,8 +357,51 @@ static void emit(struct builder *b, uintptr_t loc, const struct state *st)
 	add(b, loc, pack(err, &row));
 }
 
+void rs_cfi_build_unsupported(struct rs_cfi_builder *b, uintptr_t loc)
+{
+	add(b, loc, row_unsupported);
+}
+
+void rs_cfi_build_rows(struct rs_cfi_builder *b, const struct cie *cie, uintptr_t begin, uintptr_t range,
+		       const unsigned char *insns, const unsigned char *end)
+{
+	struct run r;
+
+	if (!range)
+		return;
+	if (cie->signal || cie->ra_reg != RS_ARCH_DWARF_RA) {
+		/* a signal trampoline's FDE: the walk knows the trampoline by its address */
+		add(b, begin, row_unsupported);
+		add(b, begin + range, row_gap);
+		return;
+	}
+	memset(&r, 0, sizeof(r));
+	r.st.cfa_reg = UINT64_MAX;
+	r.st.fp.kind = r.st.ra.kind = RULE_NONE;
+	r.loc = begin;
+	r.end = begin + range;
+	r.cie = cie;
+	r.b = b;
+	if (!run_insns(&r, cie->insns, cie->insns_end))
+		goto malformed;
+	r.initial = r.st;
+	r.in_fde = true;
+	r.depth = 0;
+	if (!run_insns(&r, insns, end))
+		goto malformed;
+	if (r.loc < begin + range)
+		emit(b, r.loc, &r.st);
+	add(b, begin + range, row_gap);
+	return;
+malformed:
+	/* the rows up to where the instructions went wrong stand (as far as they reached) */
+	if (r.loc < begin + range)
+		add(b, r.loc < begin ? begin : r.loc, row_unsupported);
+	add(b, begin + range, row_gap);
+}
+
 /* The FDE at @fde (inside [lo, hi)): its rows, then a gap where it ends. */
-static void compile_fde(struct builder *b, uintptr_t fde, uintptr_t lo, uintptr_t hi, uintptr_t listed_pc,
+static void compile_fde(struct rs_cfi_builder *b, uintptr_t fde, uintptr_t lo, uintptr_t hi, uintptr_t listed_pc,
 			uintptr_t *last_cie)
 {
 	const unsigned char *seg_end = (const unsigned char *)hi, *body, *cbody;
@@ -379,7 +409,6 @@ static void compile_fde(struct builder *b, uintptr_t fde, uintptr_t lo, uintptr_
 	uint64_t len, clen;
 	struct cursor c;
 	struct cie cie;
-	struct run r;
 
 	len = entry_length((const unsigned char *)fde, seg_end, &body);
 	if (!len)
@@ -402,42 +431,11 @@ static void compile_fde(struct builder *b, uintptr_t fde, uintptr_t lo, uintptr_
 	if (cie_at != *last_cie)
 		b->stats.cfi_bytes += (uint64_t)(cbody + clen - (const unsigned char *)cie_at);
 	*last_cie = cie_at;
-	if (!range)
-		return;
-	if (cie.signal || cie.ra_reg != RS_ARCH_DWARF_RA) {
-		/* a signal trampoline's FDE: the walk knows the trampoline by its address */
-		add(b, begin, row_unsupported);
-		add(b, begin + range, row_gap);
-		return;
-	}
-
-	memset(&r, 0, sizeof(r));
-	r.st.cfa_reg = UINT64_MAX;
-	r.st.fp.kind = r.st.ra.kind = RULE_NONE;
-	r.loc = begin;
-	r.end = begin + range;
-	r.cie = &cie;
-	r.b = b;
-	if (!run_insns(&r, cie.insns, cie.insns_end))
-		goto malformed;
-	r.initial = r.st;
-	r.in_fde = true;
-	r.depth = 0;
-	if (!run_insns(&r, c.p, c.end))
-		goto malformed;
-	if (r.loc < begin + range)
-		emit(b, r.loc, &r.st);
-	add(b, begin + range, row_gap);
-	return;
-malformed:
-	/* the rows up to where the instructions went wrong stand (as far as they reached) */
-	if (r.loc < begin + range)
-		add(b, r.loc < begin ? begin : r.loc, row_unsupported);
-	add(b, begin + range, row_gap);
+	rs_cfi_build_rows(b, &cie, begin, range, c.p, c.end);
 	return;
 unreadable:
 	/* where the FDE ends is unknown: unsupported up to the next one */
-	add(b, listed_pc, row_unsupported);
+	rs_cfi_build_unsupported(b, listed_pc);
 }
 
 /* ---- regions ---- */
@@ -543,16 +541,59 @@ static bool search_table(uintptr_t hdr, uintptr_t lo, uintptr_t hi, const unsign
 	return true;
 }
 
-struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias)
+struct rs_cfi_table *rs_cfi_build_finish(struct rs_cfi_builder *b, uintptr_t bias)
 {
-	struct builder b = { .bias = bias };
-	const unsigned char *table;
 	struct rs_cfi_table *t = NULL;
 	_Atomic uint32_t *first;
 	_Atomic uint16_t *rows;
 	_Atomic uint8_t *ip;
+	uint32_t base = 0, nblocks = 0;
+
+	if (b->n) {
+		base = b->ip[0] & ~(RS_CFI_BLOCK - 1);
+		nblocks = ((b->ip[b->n - 1] - base) >> RS_CFI_BLOCK_SHIFT) + 1;
+	}
+	if (!b->nomem)
+		t = region_get(table_bytes(nblocks, b->n));
+	if (!t) {
+		free(b->ip);
+		free(b->row);
+		errno = ENOMEM;
+		return NULL;
+	}
+	first = table_first(t);
+	rows = table_rows(t, nblocks);
+	ip = table_ip(t, nblocks, b->n);
+	/* first[k]: the first row starting in block k or later */
+	for (uint32_t k = 0, i = 0; k <= nblocks; k++) {
+		while (i < b->n && b->ip[i] - base < (uint64_t)k << RS_CFI_BLOCK_SHIFT)
+			i++;
+		atomic_store_explicit(&first[k], i, memory_order_relaxed);
+	}
+	for (uint32_t i = 0; i < b->n; i++) {
+		atomic_store_explicit(&ip[i], (uint8_t)((b->ip[i] - base) & (RS_CFI_BLOCK - 1)), memory_order_relaxed);
+		for (unsigned w = 0; w < 3; w++)
+			atomic_store_explicit(&rows[(size_t)i * 3 + w], b->row[i].w[w], memory_order_relaxed);
+		b->stats.unsupported += (b->row[i].w[0] & 7) == KIND_UNSUPPORTED;
+	}
+	b->stats.rows = b->n;
+	t->stats = b->stats;
+	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);
+	atomic_store_explicit(&t->base, base, memory_order_relaxed);
+	atomic_store_explicit(&t->nblocks, nblocks, memory_order_relaxed);
+	/* the rows before their count; the index's publication orders both before any reader */
+	atomic_store_explicit(&t->n, b->n, memory_order_release);
+	free(b->ip);
+	free(b->row);
+	return t;
+}
+
+struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias, uint64_t span)
+{
+	struct rs_cfi_builder b = { .bias = bias, .span = span };
+	const unsigned char *table;
 	uintptr_t last_cie = 0;
-	uint32_t count, base = 0, nblocks = 0;
+	uint32_t count;
 
 	if (!search_table(hdr, lo, hi, &table, &count)) {
 		errno = ENOENT;
@@ -567,56 +608,25 @@ struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t
 		else
 			compile_fde(&b, fde, lo, hi, pc, &last_cie);
 	}
-	if (b.n) {
-		base = b.ip[0] & ~(RS_CFI_BLOCK - 1);
-		nblocks = ((b.ip[b.n - 1] - base) >> RS_CFI_BLOCK_SHIFT) + 1;
-	}
-	if (!b.nomem)
-		t = region_get(table_bytes(nblocks, b.n));
-	if (!t) {
-		free(b.ip);
-		free(b.row);
-		errno = ENOMEM;
-		return NULL;
-	}
-	first = table_first(t);
-	rows = table_rows(t, nblocks);
-	ip = table_ip(t, nblocks, b.n);
-	/* first[k]: the first row starting in block k or later */
-	for (uint32_t k = 0, i = 0; k <= nblocks; k++) {
-		while (i < b.n && b.ip[i] - base < (uint64_t)k << RS_CFI_BLOCK_SHIFT)
-			i++;
-		atomic_store_explicit(&first[k], i, memory_order_relaxed);
-	}
-	for (uint32_t i = 0; i < b.n; i++) {
-		atomic_store_explicit(&ip[i], (uint8_t)((b.ip[i] - base) & (RS_CFI_BLOCK - 1)), memory_order_relaxed);
-		for (unsigned w = 0; w < 3; w++)
-			atomic_store_explicit(&rows[(size_t)i * 3 + w], b.row[i].w[w], memory_order_relaxed);
-		b.stats.unsupported += (b.row[i].w[0] & 7) == KIND_UNSUPPORTED;
-	}
-	b.stats.rows = b.n;
-	t->stats = b.stats;
-	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);
-	atomic_store_explicit(&t->base, base, memory_order_relaxed);
-	atomic_store_explicit(&t->nblocks, nblocks, memory_order_relaxed);
-	/* the rows before their count; the index's publication orders both before any reader */
-	atomic_store_explicit(&t->n, b.n, memory_order_release);
-	free(b.ip);
-	free(b.row);
-	return t;
+	return rs_cfi_build_finish(&b, bias);
 }
 
-struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info)
+struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info, const char *path,
+					const uint8_t *build_id, size_t build_id_len)
 {
+	uint64_t span = 0;
+
+	for (unsigned i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz > span)
+			span = info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz;
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t hdr = info->dlpi_addr + ph->p_vaddr, lo, hi;
 
 		if (ph->p_type == PT_GNU_EH_FRAME && load_segment(info, hdr, &lo, &hi))
-			return rs_cfi_table_compile(hdr, lo, hi, info->dlpi_addr);
+			return rs_cfi_table_compile(hdr, lo, hi, info->dlpi_addr, span);
 	}
-	errno = ENOENT;
-	return NULL;
+	return rs_cfi_table_debug(path, build_id, build_id_len, info->dlpi_addr, span);
 }
 
 /* ---- looking up ---- */

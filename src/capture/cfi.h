@@ -110,15 +110,36 @@ static inline _Atomic uint8_t *table_ip(const struct rs_cfi_table *t, uint32_t n
 
 /*
  * Compile the CFI an .eh_frame_hdr at @hdr indexes, every read (the
- * header's, the FDEs' and CIEs') inside [lo, hi), keyed by pc - @bias.
+ * header's, the FDEs' and CIEs') inside [lo, hi), keyed by pc - @bias;
+ * rows past @span (the object's extent from @bias) are left out.
  * NULL with errno set: ENOENT for a header the walk cannot use (no
  * table, an encoding other than the linkers'), ENOMEM.  Scan time only:
  * allocates.
  */
-RS_HIDDEN struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias);
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias,
+						    uint64_t span);
 
-/* The table of a loaded object (its PT_GNU_EH_FRAME), or NULL with errno set. */
-RS_HIDDEN struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info);
+/*
+ * The table of a loaded object: its .eh_frame (through PT_GNU_EH_FRAME),
+ * or where it has none, the .debug_frame of its file @path or of the
+ * debug file its build-id names (rs_cfi_table_debug()).  NULL with errno
+ * set.  Scan time only.
+ */
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info, const char *path,
+						  const uint8_t *build_id, size_t build_id_len);
+
+/*
+ * cfi-debug.c: the table of the .debug_frame of the ELF file @path, or
+ * of /usr/lib/debug/.build-id/xx/yyyy.debug for @build_id, keyed by
+ * pc - @bias, rows past @span left out.  NULL with errno set (ENOENT: no
+ * such section).
+ */
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_debug(const char *path, const uint8_t *build_id, size_t build_id_len,
+						  uintptr_t bias, uint64_t span);
+
+/* The table of the .debug_frame section bytes [sec, sec + size) (the fuzz target gives it any bytes). */
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_from_debug_frame(const unsigned char *sec, size_t size, uintptr_t bias,
+							     uint64_t span);
 
 /* Retire @t (may be NULL): after no index lists it.  See "Lifetime" above. */
 RS_HIDDEN void rs_cfi_table_free(struct rs_cfi_table *t);

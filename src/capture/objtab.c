@@ -410,7 +410,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	if (!facts.keeps_fp)
 		f->obj.flags |= RELSTACK_OBJECT_NO_FP;
 	f->restorer = facts.restorer;
-	f->cfi = rs_cfi_table_build(info);
+	f->cfi = rs_cfi_table_build(info, is_vdso ? NULL : f->obj.path, f->obj.build_id, f->obj.build_id_len);
 	f->own_cfi = f->cfi != NULL;
 	T.nscan++;
 	return 0;

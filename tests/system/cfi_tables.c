@@ -44,6 +44,7 @@ static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int re
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)m;
 	const Elf64_Phdr *ph, *hdr = NULL;
 	struct rs_cfi_table *t = NULL;
+	uint64_t span = 0;
 
 	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_phentsize != sizeof(*ph) || eh->e_phoff > size || (size - eh->e_phoff) / sizeof(*ph) < eh->e_phnum)
@@ -54,6 +55,9 @@ static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int re
 			hdr = &ph[i];
 	if (!hdr)
 		return NULL;
+	for (unsigned i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > span)
+			span = ph[i].p_vaddr + ph[i].p_memsz;
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		const Elf64_Phdr *l = &ph[i];
 		uintptr_t base = (uintptr_t)m;
@@ -69,7 +73,7 @@ static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int re
 			for (int r = 0; r < repeat; r++) {
 				rs_cfi_table_free(t);
 				t = rs_cfi_table_compile(bias + hdr->p_vaddr, base + l->p_offset,
-							 base + l->p_offset + l->p_filesz, bias);
+							 base + l->p_offset + l->p_filesz, bias, span);
 			}
 			*us = (now_us() - t0) / repeat;
 		}

@@ -26,4 +26,7 @@ void rs_unwind_dl_inner(rs_unwind_cb cb, void *arg);
  */
 void rs_unwind_nofp_call(rs_unwind_cb cb, void *arg, uintptr_t junk);
 
+/* librs_unwind_debug_frame.so: the same, built without unwind tables (its CFI in .debug_frame only). */
+void rs_unwind_debug_frame_call(rs_unwind_cb cb, void *arg, uintptr_t junk);
+
 #endif

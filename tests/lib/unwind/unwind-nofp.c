@@ -4,10 +4,16 @@
  * an ordinary register across a call: the callee saves the junk value as
  * if it were its caller's frame pointer.  Its CFI never puts the CFA on
  * %rbp, so the object table marks the object as keeping no frame pointers.
+ * Built a second time without unwind tables, its CFI only in
+ * .debug_frame, as rs_unwind_debug_frame_call.
  */
 #include "unwind-lib.h"
 
-__attribute__((noinline)) void rs_unwind_nofp_call(rs_unwind_cb cb, void *arg, uintptr_t junk)
+#ifndef RS_UNWIND_NOFP_NAME
+#define RS_UNWIND_NOFP_NAME rs_unwind_nofp_call
+#endif
+
+__attribute__((noinline)) void RS_UNWIND_NOFP_NAME(rs_unwind_cb cb, void *arg, uintptr_t junk)
 {
 	register uintptr_t r __asm__("rbp") = junk;
 

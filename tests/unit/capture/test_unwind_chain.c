@@ -155,6 +155,7 @@ static void skip_drops_the_innermost_frames(void **state)
 
 struct nofp_case {
 	uintptr_t junk;
+	bool debug_frame; /* through librs_unwind_debug_frame.so */
 	struct trace t;
 };
 
@@ -180,7 +181,10 @@ static void *nofp_thread(void *arg)
 		c->junk = here - 4096; /* below the capture: down the stack */
 	else if (c->junk == 3)
 		c->junk = here + 4; /* misaligned */
-	rs_unwind_nofp_call(nofp_callback, c, c->junk);
+	if (c->debug_frame)
+		rs_unwind_debug_frame_call(nofp_callback, c, c->junk);
+	else
+		rs_unwind_nofp_call(nofp_callback, c, c->junk);
 	__asm__ volatile("" ::: "memory");
 	return arg;
 }
@@ -206,6 +210,35 @@ static void chain_through_function_without_frame_pointer_is_followed_by_its_cfi(
 		assert_true(c.t.n >= 4);
 		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
 		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_nofp_call");
+		/* nofp_thread, then start_thread and clone3 in the C library, END */
+		assert_int_equal(c.t.n, 6);
+		name_of(c.t.words[3], &obj);
+		assert_non_null(strstr(obj, "libc.so"));
+		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
+	}
+}
+
+static void chain_through_function_without_frame_pointer_is_followed_by_its_debug_frame(void **state)
+{
+	/*
+	 * The same function in a library built without unwind tables: no
+	 * .eh_frame, its CFI in .debug_frame only, read from the file when
+	 * the library was scanned.
+	 */
+	static const uintptr_t junk[] = { 0, 1, 2, 3, 0x5a5a5a5a5a5a5a58ull };
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(junk); i++) {
+		static struct nofp_case c;
+		const char *obj;
+
+		memset(&c, 0, sizeof(c));
+		c.junk = junk[i];
+		c.debug_frame = true;
+		run_thread(nofp_thread, &c);
+		assert_int_equal(c.t.v.reasons, 0);
+		assert_true(c.t.n >= 4);
+		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
+		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_debug_frame_call");
 		/* nofp_thread, then start_thread and clone3 in the C library, END */
 		assert_int_equal(c.t.n, 6);
 		name_of(c.t.words[3], &obj);
@@ -414,6 +447,7 @@ int main(void)
 		cmocka_unit_test(relative_words_name_the_same_addresses),
 		cmocka_unit_test(skip_drops_the_innermost_frames),
 		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_cfi),
+		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_debug_frame),
 		cmocka_unit_test(capture_in_handler_on_alternate_stack_crosses_the_signal_frame),
 		cmocka_unit_test(context_capture_in_handler_starts_at_the_interrupted_pc),
 		cmocka_unit_test(capture_on_unregistered_alternate_stack_reads_nothing),
