@@ -619,12 +619,23 @@ struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info, const c
 	for (unsigned i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz > span)
 			span = info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz;
+	struct rs_cfi_table *t;
+
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t hdr = info->dlpi_addr + ph->p_vaddr, lo, hi;
 
-		if (ph->p_type == PT_GNU_EH_FRAME && load_segment(info, hdr, &lo, &hi))
-			return rs_cfi_table_compile(hdr, lo, hi, info->dlpi_addr, span);
+		if (ph->p_type == PT_GNU_EH_FRAME && ph->p_memsz >= 4 && load_segment(info, hdr, &lo, &hi) &&
+		    (t = rs_cfi_table_compile(hdr, lo, hi, info->dlpi_addr, span)))
+			return t;
+	}
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t sec = info->dlpi_addr + ph->p_vaddr, lo, hi;
+
+		if (ph->p_type == RS_PT_GNU_SFRAME && load_segment(info, sec, &lo, &hi) && ph->p_filesz <= hi - sec &&
+		    (t = rs_cfi_table_from_sframe(sec, ph->p_filesz, info->dlpi_addr, span)))
+			return t;
 	}
 	return rs_cfi_table_debug(path, build_id, build_id_len, info->dlpi_addr, span);
 }

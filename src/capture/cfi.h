@@ -121,12 +121,22 @@ RS_HIDDEN struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo,
 
 /*
  * The table of a loaded object: its .eh_frame (through PT_GNU_EH_FRAME),
- * or where it has none, the .debug_frame of its file @path or of the
- * debug file its build-id names (rs_cfi_table_debug()).  NULL with errno
+ * or where it has none, its .sframe (PT_GNU_SFRAME), or else the
+ * .debug_frame of its file @path or of the debug file its build-id names
+ * (rs_cfi_table_debug()).  NULL with errno
  * set.  Scan time only.
  */
 RS_HIDDEN struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info, const char *path,
 						  const uint8_t *build_id, size_t build_id_len);
+
+/*
+ * cfi-sframe.c: the table of the .sframe section at [sec, sec + size)
+ * (loaded: its PT_GNU_SFRAME segment), keyed by pc - @bias, rows past
+ * @span left out.  NULL with errno set (ENOENT: not an SFrame section
+ * this reader knows).
+ */
+#define RS_PT_GNU_SFRAME 0x6474e554 /* PT_LOOS + 0x474e554: not in every <elf.h> yet */
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_from_sframe(uintptr_t sec, size_t size, uintptr_t bias, uint64_t span);
 
 /*
  * cfi-debug.c: the table of the .debug_frame of the ELF file @path, or

@@ -7,13 +7,17 @@
  * which keeps their relative positions, so the rows come out keyed by
  * the same link-time offsets.
  *
- * For each file it checks what every table must satisfy (rows sorted,
- * each found again at its start by the lookup) and prints one line:
+ * A file with no .eh_frame_hdr has its .sframe compiled instead, where it
+ * has one.  For each file it checks what every table must satisfy (rows
+ * sorted, each found again at its start by the lookup) and prints one
+ * line:
  *
  *	FILE fdes N rows N unsupported N cfi_bytes N table_bytes N us N
  *
- * then a total line.  Files that are not ELF, or have no PT_GNU_EH_FRAME,
- * are counted and skipped.  Exit status 1 if any table broke a rule.
+ * then a total line.  Files that are not ELF, or have neither, are counted
+ * and skipped.  Exit status 1 if any table broke a rule.  With --rows,
+ * each row follows its file's line, as "ROW START KIND CFA RA FP" with
+ * START the link-time address (for comparing tables of two builds).
  * Used by test_cfi_tables.sh (every object of this machine) and
  * bench/cfi.sh (build time per MB, bytes per row).
  */
@@ -51,7 +55,10 @@ static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int re
 		return NULL;
 	ph = (const Elf64_Phdr *)(const void *)(m + eh->e_phoff);
 	for (unsigned i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_GNU_EH_FRAME)
+		if (ph[i].p_type == PT_GNU_EH_FRAME && ph[i].p_memsz)
+			hdr = &ph[i];
+	for (unsigned i = 0; i < eh->e_phnum && !hdr; i++)
+		if (ph[i].p_type == RS_PT_GNU_SFRAME)
 			hdr = &ph[i];
 	if (!hdr)
 		return NULL;
@@ -72,8 +79,11 @@ static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int re
 
 			for (int r = 0; r < repeat; r++) {
 				rs_cfi_table_free(t);
-				t = rs_cfi_table_compile(bias + hdr->p_vaddr, base + l->p_offset,
-							 base + l->p_offset + l->p_filesz, bias, span);
+				if (hdr->p_type == PT_GNU_EH_FRAME)
+					t = rs_cfi_table_compile(bias + hdr->p_vaddr, base + l->p_offset,
+								 base + l->p_offset + l->p_filesz, bias, span);
+				else if (hdr->p_filesz <= l->p_filesz - (hdr->p_vaddr - l->p_vaddr))
+					t = rs_cfi_table_from_sframe(bias + hdr->p_vaddr, hdr->p_filesz, bias, span);
 			}
 			*us = (now_us() - t0) / repeat;
 		}
@@ -108,9 +118,12 @@ int main(int argc, char **argv)
 {
 	unsigned long long fdes = 0, rows = 0, unsup = 0, bytes = 0, files = 0, skipped = 0;
 	double us_all = 0;
-	int repeat = 1, bad = 0, first = 1;
+	int repeat = 1, bad = 0, first = 1, rows_too = 0;
 
-	if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
+	if (argc > 1 && strcmp(argv[1], "--rows") == 0) {
+		rows_too = 1;
+		first = 2;
+	} else if (argc > 2 && strcmp(argv[1], "--repeat") == 0) {
 		repeat = atoi(argv[2]);
 		first = 3;
 		if (repeat < 1)
@@ -146,6 +159,22 @@ int main(int argc, char **argv)
 			       argv[i], (unsigned long long)t->stats.fdes, (unsigned long long)t->stats.rows,
 			       (unsigned long long)t->stats.unsupported, (unsigned long long)t->stats.cfi_bytes,
 			       (unsigned long long)tb, us);
+			for (uint32_t r = 0; rows_too && r < rs_cfi_table_rows(t); r++) {
+				struct rs_cfi_row row;
+				uintptr_t start;
+				int e = rs_cfi_table_row(t, r, &start, &row);
+
+				printf("ROW %#lx ", (unsigned long)(start - t->bias));
+				if (e)
+					printf("%s\n", e == -ENOENT ? "gap" : "unsupported");
+				else if (row.ra_rule == RS_CFI_UNDEFINED)
+					printf("outermost\n");
+				else
+					printf("%s%+ld c%+ld %s%+ld\n", row.cfa_on_fp ? "fp" : "sp", (long)row.cfa_off,
+					       (long)row.ra_off,
+					       row.fp_rule == RS_CFI_OFFSET ? "c" : row.fp_rule == RS_CFI_SAME ? "same" : "u",
+					       row.fp_rule == RS_CFI_OFFSET ? (long)row.fp_off : 0L);
+			}
 			fdes += t->stats.fdes;
 			rows += t->stats.rows;
 			unsup += t->stats.unsupported;

@@ -29,4 +29,7 @@ void rs_unwind_nofp_call(rs_unwind_cb cb, void *arg, uintptr_t junk);
 /* librs_unwind_debug_frame.so: the same, built without unwind tables (its CFI in .debug_frame only). */
 void rs_unwind_debug_frame_call(rs_unwind_cb cb, void *arg, uintptr_t junk);
 
+/* librs_unwind_sframe.so (dlopen'd): the same, its CFI in .sframe only. */
+void rs_unwind_sframe_call(rs_unwind_cb cb, void *arg, uintptr_t junk);
+
 #endif

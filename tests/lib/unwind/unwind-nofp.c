@@ -5,7 +5,8 @@
  * if it were its caller's frame pointer.  Its CFI never puts the CFA on
  * %rbp, so the object table marks the object as keeping no frame pointers.
  * Built a second time without unwind tables, its CFI only in
- * .debug_frame, as rs_unwind_debug_frame_call.
+ * .debug_frame, as rs_unwind_debug_frame_call; a third time with its CFI
+ * only in .sframe, as rs_unwind_sframe_call.
  */
 #include "unwind-lib.h"
 

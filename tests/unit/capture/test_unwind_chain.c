@@ -11,6 +11,7 @@
  * saw; the assertions run on the test's thread.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -156,6 +157,7 @@ static void skip_drops_the_innermost_frames(void **state)
 struct nofp_case {
 	uintptr_t junk;
 	bool debug_frame; /* through librs_unwind_debug_frame.so */
+	void (*call)(rs_unwind_cb, void *, uintptr_t); /* else through this */
 	struct trace t;
 };
 
@@ -181,7 +183,9 @@ static void *nofp_thread(void *arg)
 		c->junk = here - 4096; /* below the capture: down the stack */
 	else if (c->junk == 3)
 		c->junk = here + 4; /* misaligned */
-	if (c->debug_frame)
+	if (c->call)
+		c->call(nofp_callback, c, c->junk);
+	else if (c->debug_frame)
 		rs_unwind_debug_frame_call(nofp_callback, c, c->junk);
 	else
 		rs_unwind_nofp_call(nofp_callback, c, c->junk);
@@ -245,6 +249,61 @@ static void chain_through_function_without_frame_pointer_is_followed_by_its_debu
 		assert_non_null(strstr(obj, "libc.so"));
 		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
 	}
+}
+
+/* The phdrs of the object named @name: whether it has .eh_frame_hdr, and .sframe. */
+struct phdr_probe {
+	const char *name;
+	bool found, eh_frame, sframe;
+};
+
+static int probe_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct phdr_probe *p = data;
+
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, p->name))
+		return 0;
+	p->found = true;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		p->eh_frame |= info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME && info->dlpi_phdr[i].p_memsz > 0;
+		p->sframe |= info->dlpi_phdr[i].p_type == 0x6474e554; /* PT_GNU_SFRAME */
+	}
+	return 1;
+}
+
+static void chain_through_function_without_frame_pointer_is_followed_by_its_sframe(void **state)
+{
+#ifndef UNWIND_SFRAME_PATH
+	fprintf(stderr, "skipped: the compiler is not GCC with GNU as, which writes .sframe (--gsframe)\n");
+	skip();
+#else
+	static const uintptr_t junk[] = { 0, 1, 0x5a5a5a5a5a5a5a58ull };
+	struct phdr_probe probe = { "librs_unwind_sframe.so", false, false, false };
+	void *h = dlopen(UNWIND_SFRAME_PATH, RTLD_NOW | RTLD_LOCAL), *sym;
+	static struct nofp_case c;
+	const char *obj;
+
+	assert_non_null(h);
+	sym = dlsym(h, "rs_unwind_sframe_call");
+	assert_non_null(sym);
+	assert_int_equal(relstack_objtab__refresh() >= 0, 1);
+	/* the premise: CFI in .sframe only */
+	dl_iterate_phdr(probe_one, &probe);
+	assert_true(probe.found && probe.sframe && !probe.eh_frame);
+	for (size_t i = 0; i < RS_ARRAY_SIZE(junk); i++) {
+		memset(&c, 0, sizeof(c));
+		c.junk = junk[i];
+		memcpy(&c.call, &sym, sizeof(c.call)); /* POSIX: dlsym names a function */
+		run_thread(nofp_thread, &c);
+		assert_int_equal(c.t.v.reasons, 0);
+		assert_int_equal(c.t.n, 6);
+		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
+		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_sframe_call");
+		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
+	}
+	dlclose(h);
+#endif
 }
 
 /* ---- signal handlers ---- */
@@ -448,6 +507,7 @@ int main(void)
 		cmocka_unit_test(skip_drops_the_innermost_frames),
 		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_cfi),
 		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_debug_frame),
+		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_sframe),
 		cmocka_unit_test(capture_in_handler_on_alternate_stack_crosses_the_signal_frame),
 		cmocka_unit_test(context_capture_in_handler_starts_at_the_interrupted_pc),
 		cmocka_unit_test(capture_on_unregistered_alternate_stack_reads_nothing),
