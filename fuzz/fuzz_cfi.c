@@ -5,7 +5,7 @@
  * .eh_frame anywhere after.  cfi.c compiles it into a table, whose rows
  * are then asked for at addresses the input's last bytes choose, and at
  * the start of each row.  The same bytes are also read as a .debug_frame
- * section (cfi-debug.c);
+ * section (cfi-debug.c) and as an .sframe section (cfi-sframe.c);
  * fpcheck.c reads the same bytes through a made-up program header table
  * (the segment also stands for the object's text, so the signal
  * trampoline search reads it too).  Every read must stay in the input.
@@ -56,10 +56,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		rs_cfi_table_free(t);
 	}
-	t = rs_cfi_table_from_debug_frame(seg, size, 0, 1u << 20);
-	if (t) {
+	for (int k = 0; k < 2; k++) {
 		uintptr_t prev = 0, start;
 
+		t = k ? rs_cfi_table_from_sframe(lo, size, lo, 1u << 20)
+		      : rs_cfi_table_from_debug_frame(seg, size, 0, 1u << 20);
+		if (!t)
+			continue;
 		for (uint32_t i = 0; i < rs_cfi_table_rows(t) && i < 256; i++) {
 			if (rs_cfi_table_row(t, i, &start, &row) == -ERANGE || (i && start <= prev))
 				abort();

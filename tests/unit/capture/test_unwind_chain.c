@@ -251,6 +251,7 @@ static void chain_through_function_without_frame_pointer_is_followed_by_its_debu
 	}
 }
 
+#ifdef UNWIND_SFRAME_PATH
 /* The phdrs of the object named @name: whether it has .eh_frame_hdr, and .sframe. */
 struct phdr_probe {
 	const char *name;
@@ -271,6 +272,7 @@ static int probe_one(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	return 1;
 }
+#endif
 
 static void chain_through_function_without_frame_pointer_is_followed_by_its_sframe(void **state)
 {
