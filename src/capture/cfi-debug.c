@@ -15,8 +15,11 @@
  * table (the FDEs are sorted here) and augmentations are rare (a CIE
  * with one is not used).  The rules themselves are run by cfi.c.
  *
- * The ELF headers are read by hand, as the rest of the capture side
- * depends on the C library only.
+ * A file is used only if its GNU build-id note is the object's: a debug
+ * file of another build, or a library replaced on disk since it was
+ * loaded, would describe other code.  (An object without a build-id can
+ * only use its own file, unchecked.)  The ELF headers are read by hand,
+ * as the rest of the capture side depends on the C library only.
  */
 #include <elf.h>
 #include <errno.h>
@@ -184,9 +187,43 @@ static bool read_at(int fd, void *buf, size_t n, off_t off)
 	return true;
 }
 
-/* The .debug_frame section of the ELF file @path, in a buffer to free; NULL if none. */
-static unsigned char *read_debug_frame(const char *path, size_t *size)
+/* Does a note section [0, n) of @fd at @off hold the GNU build-id @id? */
+static bool note_has_build_id(int fd, off_t off, uint64_t n, const uint8_t *id, size_t len)
 {
+	unsigned char buf[4096];
+	size_t at = 0;
+
+	if (n > sizeof(buf) || !read_at(fd, buf, (size_t)n, off))
+		return false;
+	while (n - at >= 12) {
+		uint32_t namesz, descsz, type;
+
+		memcpy(&namesz, buf + at, 4);
+		memcpy(&descsz, buf + at + 4, 4);
+		memcpy(&type, buf + at + 8, 4);
+		at += 12;
+		if (namesz > n - at || ((namesz + 3) & ~3u) > n - at)
+			return false;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(buf + at, "GNU", 4) == 0) {
+			at += 4;
+			return descsz == len && descsz <= n - at && memcmp(buf + at, id, len) == 0;
+		}
+		at += (namesz + 3) & ~3u;
+		if (descsz > n - at)
+			return false;
+		at += (descsz + 3) & ~3u;
+	}
+	return false;
+}
+
+/*
+ * The .debug_frame section of the ELF file @path, in a buffer to free;
+ * NULL if none, or if the file is not of the build @id names (@len 0:
+ * no build-id to check).
+ */
+static unsigned char *read_debug_frame(const char *path, const uint8_t *id, size_t len, size_t *size)
+{
+	bool same_build = len == 0;
 	unsigned char *sec = NULL;
 	Elf64_Shdr *sh = NULL;
 	char *names = NULL;
@@ -209,7 +246,11 @@ static unsigned char *read_debug_frame(const char *path, size_t *size)
 	names = calloc(1, sh[eh.e_shstrndx].sh_size + 1);
 	if (!names || !read_at(fd, names, sh[eh.e_shstrndx].sh_size, (off_t)sh[eh.e_shstrndx].sh_offset))
 		goto out;
-	for (unsigned i = 0; i < eh.e_shnum; i++) {
+	/* the same build, or its rows describe other code: a stale debug file, a file replaced on disk */
+	for (unsigned i = 0; i < eh.e_shnum && !same_build; i++)
+		if (sh[i].sh_type == SHT_NOTE && note_has_build_id(fd, (off_t)sh[i].sh_offset, sh[i].sh_size, id, len))
+			same_build = true;
+	for (unsigned i = 0; i < eh.e_shnum && same_build; i++) {
 		if (sh[i].sh_name >= sh[eh.e_shstrndx].sh_size || strcmp(names + sh[i].sh_name, ".debug_frame") ||
 		    sh[i].sh_type != SHT_PROGBITS || (sh[i].sh_flags & SHF_COMPRESSED) || !sh[i].sh_size ||
 		    sh[i].sh_size > MAX_DEBUG_FRAME)
@@ -238,14 +279,14 @@ struct rs_cfi_table *rs_cfi_table_debug(const char *path, const uint8_t *build_i
 	size_t size = 0;
 
 	if (path && path[0])
-		sec = read_debug_frame(path, &size);
+		sec = read_debug_frame(path, build_id, build_id_len, &size);
 	if (!sec && build_id_len >= 2 && build_id_len <= 64) {
 		int n = snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%02x/", build_id[0]);
 
 		for (size_t i = 1; i < build_id_len; i++)
 			n += snprintf(debug + n, sizeof(debug) - (size_t)n, "%02x", build_id[i]);
 		snprintf(debug + n, sizeof(debug) - (size_t)n, ".debug");
-		sec = read_debug_frame(debug, &size);
+		sec = read_debug_frame(debug, build_id, build_id_len, &size);
 	}
 	if (!sec) {
 		errno = ENOENT;

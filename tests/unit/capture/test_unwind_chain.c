@@ -11,6 +11,7 @@
  * saw; the assertions run on the test's thread.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -27,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "capture/cfi.h"
 #include "capture/objtab-local.h"
 #include "relstack/relstack.h"
 #include "unwind-test.h"
@@ -249,6 +251,31 @@ static void chain_through_function_without_frame_pointer_is_followed_by_its_debu
 		assert_non_null(strstr(obj, "libc.so"));
 		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
 	}
+}
+
+static void debug_frame_of_another_build_is_refused(void **state)
+{
+	struct relstack_object o;
+	struct rs_lookup l;
+	struct rs_cfi_table *t;
+	uint8_t other[RELSTACK_BUILD_ID_MAX];
+	Dl_info di;
+
+	assert_true(dladdr((void *)(uintptr_t)&rs_unwind_debug_frame_call, &di) && di.dli_fname);
+	assert_true(rs_objtab_lookup((uintptr_t)&rs_unwind_debug_frame_call, &l));
+	assert_int_equal(relstack_objtab_get(l.slot, &o), 0);
+	assert_true(o.build_id_len >= 8);
+	/* its own build-id: the file's .debug_frame is used */
+	t = rs_cfi_table_debug(di.dli_fname, o.build_id, o.build_id_len, l.bias, l.end - l.bias);
+	assert_non_null(t);
+	assert_true(rs_cfi_table_rows(t) > 2);
+	rs_cfi_table_free(t);
+	/* another build's: neither the file nor a debug file by that id is used */
+	memcpy(other, o.build_id, o.build_id_len);
+	other[o.build_id_len - 1] ^= 0xff;
+	errno = 0;
+	assert_null(rs_cfi_table_debug(di.dli_fname, other, o.build_id_len, l.bias, l.end - l.bias));
+	assert_int_equal(errno, ENOENT);
 }
 
 #ifdef UNWIND_SFRAME_PATH
@@ -509,6 +536,7 @@ int main(void)
 		cmocka_unit_test(skip_drops_the_innermost_frames),
 		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_cfi),
 		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_debug_frame),
+		cmocka_unit_test(debug_frame_of_another_build_is_refused),
 		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_sframe),
 		cmocka_unit_test(capture_in_handler_on_alternate_stack_crosses_the_signal_frame),
 		cmocka_unit_test(context_capture_in_handler_starts_at_the_interrupted_pc),
