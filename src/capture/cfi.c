@@ -287,7 +287,7 @@ static struct packed pack(int err, const struct rs_cfi_row *row)
 static int unpack(const struct packed *p, struct rs_cfi_row *row)
 {
 	unsigned kind = p->w[0] & 7;
-	int64_t scale = (p->w[0] & ROW_SCALED) ? (int64_t)sizeof(uintptr_t) : 1;
+	int64_t scale = 1 + (int64_t)(sizeof(uintptr_t) - 1) * !!(p->w[0] & ROW_SCALED);
 
 	memset(row, 0, sizeof(*row));
 	switch (kind) {
@@ -671,10 +671,12 @@ static inline bool shape_of(const struct rs_cfi_table *t, struct shape *sh)
 
 static inline int row_read(const struct shape *sh, uint32_t i, struct rs_cfi_row *row)
 {
+	const _Atomic uint16_t *r = &sh->rows[(size_t)i * 3];
 	struct packed p;
 
-	for (unsigned k = 0; k < 3; k++)
-		p.w[k] = atomic_load_explicit(&sh->rows[(size_t)i * 3 + k], memory_order_relaxed);
+	p.w[0] = atomic_load_explicit(&r[0], memory_order_relaxed);
+	p.w[1] = atomic_load_explicit(&r[1], memory_order_relaxed);
+	p.w[2] = atomic_load_explicit(&r[2], memory_order_relaxed);
 	return unpack(&p, row);
 }
 

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capture/cfi.h"
 #include "relstack/unwind.h"
 #include "relstack-local.h"
 
@@ -99,12 +100,34 @@ struct rs_fast_cache {
 };
 
 /*
+ * CFI rows this thread's walks looked up last (unwind.c, row_at()), by
+ * the index sequence they were found under: a row of a pc under one
+ * sequence is the row of the table that sequence's index lists, so it
+ * stands for as long as the sequence does.  A handler on the thread may
+ * interrupt a store: gen is odd meanwhile, and a load that sees gen move
+ * uses nothing.
+ */
+#define RS_ROW_MEMO 4
+
+struct rs_row_memo {
+	_Atomic uint64_t gen;
+	_Atomic int busy; /* a store is in progress: a nested one skips */
+	struct {
+		uintptr_t pc;
+		uint64_t seq;
+		int err;
+		struct rs_cfi_row row;
+	} e[RS_ROW_MEMO];
+};
+
+/*
  * The calling thread's caches, in initial-exec TLS: %fs-relative accesses,
- * one thread-pointer offset for both (defined in stack.c).
+ * one thread-pointer offset for all (defined in stack.c).
  */
 struct rs_thread_cache {
 	struct rs_thread_stack stack;
 	struct rs_fast_cache fast;
+	struct rs_row_memo rows;
 };
 RS_HIDDEN extern __thread struct rs_thread_cache rs_tls __attribute__((tls_model("initial-exec")));
 

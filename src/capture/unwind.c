@@ -117,6 +117,58 @@ static inline const struct rs_cfi_table *cfi_of(const struct rs_objtab_view *v, 
 	return rs_objtab_find(&x, pc) ? view_cfi(&x) : NULL;
 }
 
+/*
+ * The row of @co at @pc (a return address minus one, or an interrupted
+ * instruction), through the thread's memo (struct rs_row_memo): the C
+ * library's frames of a stack captured again and again (a callback, a
+ * sampled loop) cost a compare instead of a search.
+ *
+ *   load:   L1  g = gen; odd: a store was interrupted, use nothing
+ *           L2  the entry, if it is pc's under the view's sequence
+ *           L3  gen != g: a handler stored in between, use nothing
+ *   store:  S1  busy exchange 0 -> 1; if it was 1, give up (no nesting)
+ *           S2  gen++ (odd); S3 the entry; S4 gen++ (even); busy = 0
+ *
+ * Only this thread and its handlers touch it: compiler fences order it.
+ */
+static inline int row_at(const struct rs_objtab_view *v, const struct rs_cfi_table *co, uintptr_t pc,
+			 struct rs_cfi_row *row)
+{
+	struct rs_row_memo *m = &rs_tls.rows;
+	unsigned i = (unsigned)((pc ^ pc >> 6) % RS_ROW_MEMO);
+	/* L1: pairs with S4 */
+	uint64_t g = atomic_load_explicit(&m->gen, memory_order_relaxed);
+	int err;
+
+	if (!(g & 1) && m->e[i].pc == pc && m->e[i].seq == v->seq) {
+		atomic_signal_fence(memory_order_acquire);
+		/* L2 */
+		*row = m->e[i].row;
+		err = m->e[i].err;
+		atomic_signal_fence(memory_order_acquire);
+		/* L3: pairs with S2 */
+		if (atomic_load_explicit(&m->gen, memory_order_relaxed) == g)
+			return err;
+	}
+	err = rs_cfi_row_at(co, pc, row);
+	/* S1 */
+	if (atomic_exchange_explicit(&m->busy, 1, memory_order_relaxed))
+		return err;
+	/* S2: pairs with L3 */
+	atomic_fetch_add_explicit(&m->gen, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_release);
+	/* S3 */
+	m->e[i].pc = pc;
+	m->e[i].seq = v->seq;
+	m->e[i].err = err;
+	m->e[i].row = *row;
+	atomic_signal_fence(memory_order_release);
+	/* S4: pairs with L1 */
+	atomic_fetch_add_explicit(&m->gen, 1, memory_order_relaxed);
+	atomic_store_explicit(&m->busy, 0, memory_order_relaxed);
+	return err;
+}
+
 /* The word for a code address, with its text checks (the slow path). */
 static inline uint64_t code_word(struct rs_objtab_view *v, uintptr_t addr, bool relative, uint32_t *reasons)
 {
@@ -761,8 +813,13 @@ cross:
 				end = true;
 				goto walk_end;
 			}
-			t = (struct tail){ .on = !skip && !(w->flags & RS_WALK_COMPLETE), .reasons = reasons, .fp = fp,
-					   .ra = ra, .top = RS_ARCH_FRAME_SIZE };
+			/* the arrays are filled as the tail grows: only what n and slots count is read */
+			t.on = !skip && !(w->flags & RS_WALK_COMPLETE);
+			t.reasons = reasons;
+			t.fp = fp;
+			t.ra = ra;
+			t.n = t.slots = 0;
+			t.top = RS_ARCH_FRAME_SIZE;
 cfi:
 			for (;;) {
 				struct rs_cfi_row row;
@@ -780,7 +837,7 @@ cfi:
 					tail_word(&t, v, pc);
 				}
 				/* a return address: the row of the call; an interrupted pc: its own */
-				if (rs_cfi_row_at(co, pc - !exact, &row)) {
+				if (row_at(v, co, pc - !exact, &row)) {
 					if (!exact || (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
 						reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					reasons |= pending;
