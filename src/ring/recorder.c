@@ -559,7 +559,7 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	rec->ring.chunk_epoch = aligned_alloc(64, ring_size / RS_CHUNK * sizeof(uint64_t));
 	if (!rec->ring.chunk_epoch)
 		goto fail_errno;
-	memset(rec->ring.chunk_epoch, 0, ring_size / RS_CHUNK * sizeof(uint64_t));
+	memset((void *)rec->ring.chunk_epoch, 0, ring_size / RS_CHUNK * sizeof(uint64_t));
 
 	run_start(rec, rec->run, (gen[0] > gen[1] ? gen[0] : gen[1]) + 1, ring_size, cap, o.mode,
 		  (o.flags & RELSTACK_RECORDER_ABSOLUTE) ? RS_RUN_ADDRESSES : 0);
@@ -617,7 +617,7 @@ fail_errno:
 	ret = -errno;
 fail:
 	if (rec) {
-		free(rec->ring.chunk_epoch);
+		free((void *)rec->ring.chunk_epoch);
 		pthread_mutex_destroy(&rec->lock);
 		free(rec);
 	}
@@ -656,7 +656,7 @@ int relstack_recorder__close(struct relstack_recorder *rec)
 	ret = relstack_recorder__flush(rec);
 	munmap(rec->map, rec->map_size);
 	close(rec->fd);
-	free(rec->ring.chunk_epoch);
+	free((void *)rec->ring.chunk_epoch);
 	pthread_mutex_destroy(&rec->lock);
 	free(rec);
 	return ret;

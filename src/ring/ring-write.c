@@ -369,7 +369,7 @@ static uint64_t chunk_reserve_stop(struct rs_ring *r, uint64_t epoch, struct rs_
 		q = atomic_fetch_add_explicit(A->head, RS_CHUNK, memory_order_relaxed);
 		if (q + RS_CHUNK > r->base + r->size)
 			continue;
-		A->chunk_epoch[chunk_index(r, q)] = epoch;
+		atomic_store_explicit(&A->chunk_epoch[chunk_index(r, q)], epoch, memory_order_relaxed);
 		*area = A;
 		return q;
 	}
@@ -416,12 +416,13 @@ static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch, struct rs_ring_
 				atomic_fetch_add_explicit(A->overwritten, old, memory_order_relaxed);
 			/* the oldest chunk the area still holds is the next one */
 			if (r->holder >= 0)
-				horizon_move(r, A, A->chunk_epoch[(i + 1) % r->nchunks]);
+				horizon_move(r, A, atomic_load_explicit(&A->chunk_epoch[(i + 1) % r->nchunks],
+								 memory_order_relaxed));
 		} else if (rs_unlikely(atomic_load_explicit(&A->horizon, memory_order_relaxed) == UINT64_MAX) &&
 			   r->holder >= 0) {
 			horizon_move(r, A, epoch); /* the area's first chunk */
 		}
-		A->chunk_epoch[i] = epoch;
+		atomic_store_explicit(&A->chunk_epoch[i], epoch, memory_order_relaxed);
 		*area = A;
 		return q;
 	}

@@ -269,7 +269,7 @@ struct rs_ring_area {
 	struct rs_chunk_state *chunks;   /* its share of the chunk states, in the file */
 	_Atomic uint64_t *head;          /* its head and counter in the run head */
 	_Atomic uint64_t *overwritten;
-	uint64_t *chunk_epoch;           /* per chunk: epoch of its first record (process memory) */
+	_Atomic uint64_t *chunk_epoch;   /* per chunk: epoch of its first record (process memory) */
 	_Atomic uint64_t horizon;        /* epoch of its oldest chunk still held */
 };
 
@@ -279,7 +279,7 @@ struct rs_ring {
 	unsigned size_shift;         /* size == 1 << size_shift */
 	uint32_t nchunks;            /* of one area */
 	uint32_t areas;              /* a power of two */
-	uint64_t *chunk_epoch;       /* every area's chunk epochs, area by area */
+	_Atomic uint64_t *chunk_epoch; /* every area's chunk epochs, area by area */
 	uint32_t seed;
 	uint32_t mode;
 	uint32_t clock;              /* RS_CLOCK_*: what record_put() reads */
