@@ -4,10 +4,10 @@
  *
  * Positions
  * ---------
- * Every byte ever reserved in a run has a 64-bit logical position, starting
- * at the run's base (generation << 40) and never reused.  The byte of
- * logical position p lives at data[(p - base) & mask]; the run head's
- * `head` is the next free position.  A record's head stores the record's
+ * Every byte ever reserved in a write area (below) has a 64-bit logical
+ * position, starting at the run's base (generation << 40) and never reused
+ * in the area.  The byte of logical position p lives at the area's
+ * data[(p - base) & mask]; the area's `head` is its next free position.  A record's head stores the record's
  * own position, so bytes left over from an older lap, or from an older run
  * in the same area, never pass for a record at a newer position.
  *

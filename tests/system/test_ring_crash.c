@@ -9,7 +9,9 @@
  * gets SIGKILL at a random moment, many times over.  After each kill the
  * reader must return every record whose write call returned (per thread, a
  * contiguous run of sequence numbers ending at the last acknowledged one,
- * or one later if that write completed but was not yet acknowledged), with
+ * or one later if that write completed but was not yet acknowledged; where
+ * a write area wrapped, growing sequence numbers with holes an area's
+ * overwrite left, never after the thread's newest records), with
  * its payload intact, and must skip and count the partial ones: at most one
  * per thread.  Each kill starts a new run in the same file, so the previous
  * run (killed the same way) must still be there and intact.
