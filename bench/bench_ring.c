@@ -163,26 +163,36 @@ static void do_spin(unsigned long n)
 		x = x + i;
 }
 
+#define MAX_THREADS 4
+
+/* What each thread of a rate measurement is given: its index and its count. */
+struct thread_arg {
+	unsigned ix;
+	unsigned long n;
+};
+
 static void *thread_main(void *arg)
 {
 	relstack_thread_register();
 	relstack_recorder__thread_init();
-	rate_fn(*(unsigned long *)arg);
+	rate_fn(((struct thread_arg *)arg)->n);
 	return NULL;
 }
 
-#define MAX_THREADS 4
-
-static double rate(unsigned threads, unsigned long per_thread)
+/* Records/s of @threads threads each running @start for @per_thread records: the best of five. */
+static double threads_rate(void *(*start)(void *), unsigned threads, unsigned long per_thread)
 {
 	double best = 0;
 
 	for (int rep = 0; rep < 5; rep++) {
 		pthread_t t[MAX_THREADS];
+		struct thread_arg a[MAX_THREADS];
 		uint64_t t0 = now_ns();
 
-		for (unsigned i = 0; i < threads; i++)
-			pthread_create(&t[i], NULL, thread_main, &per_thread);
+		for (unsigned i = 0; i < threads; i++) {
+			a[i] = (struct thread_arg){ i, per_thread };
+			pthread_create(&t[i], NULL, start, &a[i]);
+		}
 		for (unsigned i = 0; i < threads; i++)
 			pthread_join(t[i], NULL);
 		double r = (double)threads * (double)per_thread * 1e9 / (double)(now_ns() - t0);
@@ -190,6 +200,11 @@ static double rate(unsigned threads, unsigned long per_thread)
 			best = r;
 	}
 	return best;
+}
+
+static double rate(unsigned threads, unsigned long per_thread)
+{
+	return threads_rate(thread_main, threads, per_thread);
 }
 
 /*
@@ -296,39 +311,12 @@ static void line_holder_fn(unsigned ix, unsigned long n)
 
 static void (*line_fn)(unsigned, unsigned long);
 
-struct line_arg {
-	unsigned ix;
-	unsigned long n;
-};
-
 static void *line_main(void *arg)
 {
-	struct line_arg *a = arg;
+	struct thread_arg *a = arg;
 
 	line_fn(a->ix, a->n);
 	return NULL;
-}
-
-static double line_rate(unsigned threads, unsigned long per_thread)
-{
-	double best = 0;
-
-	for (int rep = 0; rep < 5; rep++) {
-		pthread_t t[2];
-		struct line_arg a[2];
-		uint64_t t0 = now_ns();
-
-		for (unsigned i = 0; i < threads; i++) {
-			a[i] = (struct line_arg){ i, per_thread };
-			pthread_create(&t[i], NULL, line_main, &a[i]);
-		}
-		for (unsigned i = 0; i < threads; i++)
-			pthread_join(t[i], NULL);
-		double r = (double)threads * (double)per_thread * 1e9 / (double)(now_ns() - t0);
-		if (r > best)
-			best = r;
-	}
-	return best;
 }
 
 static void lines(double control)
@@ -346,7 +334,7 @@ static void lines(double control)
 	for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
 		line_fn = L[i].fn;
 		for (line_shared = 1; line_shared >= 0; line_shared--) {
-			double r1 = line_rate(1, 4000000), r2 = line_rate(2, 4000000);
+			double r1 = threads_rate(line_main, 1, 4000000), r2 = threads_rate(line_main, 2, 4000000);
 
 			const char *how = line_shared ? "shared" : "own";
 
