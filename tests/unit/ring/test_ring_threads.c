@@ -28,6 +28,7 @@ static struct relstack_recorder *rec;
 static int ev;
 static _Atomic unsigned handled;
 static _Atomic bool stop;
+static _Atomic unsigned finished; /* writers done, waiting for the signaller to stop */
 
 #define MAX_HANDLED 1000000
 static bool seen[THREADS][MAX_HANDLED];
@@ -54,6 +55,10 @@ static void *writer(void *arg)
 	relstack_recorder__thread_init();
 	for (uint64_t s = 0; s < PER_THREAD; s++)
 		assert_int_equal(put(my_thread, 0, s), 0);
+	/* alive until the signaller stops: it signals live threads only */
+	atomic_fetch_add(&finished, 1);
+	while (!atomic_load(&stop))
+		sched_yield();
 	return NULL;
 }
 
@@ -90,13 +95,16 @@ static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
+	atomic_store(&finished, 0);
 	for (unsigned i = 0; i < THREADS; i++)
 		assert_int_equal(pthread_create(&threads[i], NULL, writer, (void *)(uintptr_t)i), 0);
 	pthread_create(&sig, NULL, signaller, NULL);
-	for (unsigned i = 0; i < THREADS; i++)
-		pthread_join(threads[i], NULL);
+	while (atomic_load(&finished) < THREADS)
+		sched_yield();
 	atomic_store(&stop, true);
 	pthread_join(sig, NULL);
+	for (unsigned i = 0; i < THREADS; i++)
+		pthread_join(threads[i], NULL);
 	signal(SIGUSR1, SIG_IGN);
 	assert_int_equal(relstack_recorder__close(rec), 0);
 
@@ -153,7 +161,6 @@ static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **
 #define MOVER_RECORDS 6000
 
 static cpu_set_t all_cpus;
-static _Atomic unsigned finished;
 
 static void *mover(void *arg)
 {
@@ -176,8 +183,7 @@ static void *mover(void *arg)
 		}
 		put(my_thread, 0, s);
 	}
-	/* alive until the signaller stops: it signals live threads only */
-	atomic_fetch_add(&finished, 1);
+	atomic_fetch_add(&finished, 1); /* as writer() */
 	while (!atomic_load(&stop))
 		sched_yield();
 	return NULL;
@@ -209,6 +215,7 @@ static void writers_moving_between_write_areas_lose_order_of_no_record(void **st
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
 	atomic_store(&stop, false);
+	atomic_store(&finished, 0);
 	for (unsigned i = 0; i < MOVERS; i++) {
 		assert_int_equal(pthread_create(&movers[i], NULL, mover, (void *)(uintptr_t)i), 0);
 		if (i < THREADS)
