@@ -74,10 +74,39 @@ static void *signaller(void *arg)
 	return NULL;
 }
 
+/*
+ * @n threads running @fn, the first THREADS of them signalled until all are
+ * done; then the recorder is closed.
+ */
+static void run_signalled(pthread_t *ts, unsigned n, void *(*fn)(void *))
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	pthread_t sig;
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	atomic_store(&stop, false);
+	atomic_store(&finished, 0);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(pthread_create(&ts[i], NULL, fn, (void *)(uintptr_t)i), 0);
+		if (i < THREADS)
+			threads[i] = ts[i]; /* the signaller's targets */
+	}
+	pthread_create(&sig, NULL, signaller, NULL);
+	while (atomic_load(&finished) < n)
+		sched_yield();
+	atomic_store(&stop, true);
+	pthread_join(sig, NULL);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(ts[i], NULL);
+	signal(SIGUSR1, SIG_IGN);
+	assert_int_equal(relstack_recorder__close(rec), 0);
+}
+
 static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **state)
 {
 	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
-	struct sigaction sa = { .sa_handler = on_usr1 };
 	char err[256];
 	struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
 	struct relstack_reader *r;
@@ -85,28 +114,14 @@ static void every_record_of_threads_and_nested_signal_handlers_is_intact(void **
 	struct relstack_record out;
 	struct relstack_run_info info;
 	uint64_t next[THREADS] = { 0 }, hnext[THREADS] = { 0 }, nh = 0;
-	pthread_t sig;
+	pthread_t ts[THREADS];
 
 	rs_tmpfile_make(&tf, "ringt");
 	o.size = 64u << 20; /* big enough that nothing is overwritten */
 	rec = relstack_recorder__open(tf.path, &o);
 	assert_non_null(rec);
 	ev = rs_seq_define(rec);
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
-	atomic_store(&finished, 0);
-	for (unsigned i = 0; i < THREADS; i++)
-		assert_int_equal(pthread_create(&threads[i], NULL, writer, (void *)(uintptr_t)i), 0);
-	pthread_create(&sig, NULL, signaller, NULL);
-	while (atomic_load(&finished) < THREADS)
-		sched_yield();
-	atomic_store(&stop, true);
-	pthread_join(sig, NULL);
-	for (unsigned i = 0; i < THREADS; i++)
-		pthread_join(threads[i], NULL);
-	signal(SIGUSR1, SIG_IGN);
-	assert_int_equal(relstack_recorder__close(rec), 0);
+	run_signalled(ts, THREADS, writer);
 
 	r = relstack_reader__open(tf.path, &ro);
 	assert_non_null(r);
@@ -192,14 +207,13 @@ static void *mover(void *arg)
 static void writers_moving_between_write_areas_lose_order_of_no_record(void **state)
 {
 	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
-	struct sigaction sa = { .sa_handler = on_usr1 };
 	char err[256];
 	struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
 	struct relstack_reader *r;
 	struct relstack_cursor *c;
 	struct relstack_record out;
 	struct relstack_run_info info;
-	pthread_t movers[MOVERS], sig;
+	pthread_t movers[MOVERS];
 	int64_t last[MOVERS];
 	uint64_t n = 0;
 
@@ -211,25 +225,7 @@ static void writers_moving_between_write_areas_lose_order_of_no_record(void **st
 	rs_ring_test_areas = 0;
 	assert_non_null(rec);
 	ev = rs_seq_define(rec);
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
-	atomic_store(&stop, false);
-	atomic_store(&finished, 0);
-	for (unsigned i = 0; i < MOVERS; i++) {
-		assert_int_equal(pthread_create(&movers[i], NULL, mover, (void *)(uintptr_t)i), 0);
-		if (i < THREADS)
-			threads[i] = movers[i]; /* the signaller's targets */
-	}
-	pthread_create(&sig, NULL, signaller, NULL);
-	while (atomic_load(&finished) < MOVERS)
-		sched_yield();
-	atomic_store(&stop, true);
-	pthread_join(sig, NULL);
-	for (unsigned i = 0; i < MOVERS; i++)
-		pthread_join(movers[i], NULL);
-	signal(SIGUSR1, SIG_IGN);
-	assert_int_equal(relstack_recorder__close(rec), 0);
+	run_signalled(movers, MOVERS, mover);
 
 	r = relstack_reader__open(tf.path, &ro);
 	assert_non_null(r);
