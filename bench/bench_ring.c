@@ -15,12 +15,16 @@
  *            first (it makes the file and measures the counter's rate),
  *            then a second one, over the file the first made
  *
- *   bench_ring              time every method, records/s from 1 and 2 threads (and,
- *                           as a control, how a loop of pure computation scales)
+ *   bench_ring              time every method, records/s from 1, 2 and 4 threads
+ *                           (4 oversubscribe a 2-CPU machine), each scaling printed
+ *                           beside the control's (a loop of pure computation, run
+ *                           in the same way right before); then each cache line two
+ *                           writers could share per record, isolated (line_*)
  *   bench_ring METHOD N     N records of METHOD only (for bench/callgrind.sh)
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,24 +163,36 @@ static void do_spin(unsigned long n)
 		x = x + i;
 }
 
+#define MAX_THREADS 4
+
+/* What each thread of a rate measurement is given: its index and its count. */
+struct thread_arg {
+	unsigned ix;
+	unsigned long n;
+};
+
 static void *thread_main(void *arg)
 {
 	relstack_thread_register();
 	relstack_recorder__thread_init();
-	rate_fn(*(unsigned long *)arg);
+	rate_fn(((struct thread_arg *)arg)->n);
 	return NULL;
 }
 
-static double rate(unsigned threads, unsigned long per_thread)
+/* Records/s of @threads threads each running @start for @per_thread records: the best of five. */
+static double threads_rate(void *(*start)(void *), unsigned threads, unsigned long per_thread)
 {
 	double best = 0;
 
 	for (int rep = 0; rep < 5; rep++) {
-		pthread_t t[2];
+		pthread_t t[MAX_THREADS];
+		struct thread_arg a[MAX_THREADS];
 		uint64_t t0 = now_ns();
 
-		for (unsigned i = 0; i < threads; i++)
-			pthread_create(&t[i], NULL, thread_main, &per_thread);
+		for (unsigned i = 0; i < threads; i++) {
+			a[i] = (struct thread_arg){ i, per_thread };
+			pthread_create(&t[i], NULL, start, &a[i]);
+		}
 		for (unsigned i = 0; i < threads; i++)
 			pthread_join(t[i], NULL);
 		double r = (double)threads * (double)per_thread * 1e9 / (double)(now_ns() - t0);
@@ -184,6 +200,150 @@ static double rate(unsigned threads, unsigned long per_thread)
 			best = r;
 	}
 	return best;
+}
+
+static double rate(unsigned threads, unsigned long per_thread)
+{
+	return threads_rate(thread_main, threads, per_thread);
+}
+
+/*
+ * The lines two writers could share per record, each alone: two threads
+ * do only that line's work, once on one line for both (shared) and once on
+ * a line each (own); a line that is shared costs where `shared` scales
+ * worse than `own`.  The work is the write step's, without the rest of it:
+ *
+ *   line_ring    304-byte records copied into 4 KiB chunks claimed from one
+ *                1 MiB ring with one head (shared: the ring's lines pass
+ *                from CPU to CPU a lap later, and the head), or from a
+ *                512 KiB ring and head per thread (own)
+ *   line_head    per record, the lapped check's load of the head, which the
+ *                other thread's chunk claims write every 13 records
+ *   line_owner   per record, the owner word's CAS and release store, two
+ *                threads' owner words in one line or a line each
+ *   line_count   per chunk, the overwritten counter's fetch_add
+ *   line_holder  per chunk, the object table horizon stored (shared: as
+ *                before, every chunk; own: loaded, stored when it changes)
+ */
+#define LINE_RING (1u << 20)
+#define LINE_REC 304u
+#define LINE_PER_CHUNK (4096u / LINE_REC)
+
+struct line_word {
+	_Alignas(64) _Atomic uint64_t w;
+};
+
+static struct line_word line_words[2];
+static unsigned char *line_ring;
+static int line_shared;
+
+static _Atomic uint64_t *line_of(unsigned ix)
+{
+	return &line_words[line_shared ? 0 : ix].w + (line_shared ? ix : 0);
+}
+
+static void line_ring_fn(unsigned ix, unsigned long n)
+{
+	_Atomic uint64_t *head = &line_words[line_shared ? 0 : ix].w;
+	size_t span = line_shared ? LINE_RING : LINE_RING / 2;
+	unsigned char *base = line_ring + (line_shared ? 0 : ix * (LINE_RING / 2));
+	size_t chunk = 0, used = 4096;
+
+	for (unsigned long i = 0; i < n; i++) {
+		if (used + LINE_REC > 4096) {
+			chunk = atomic_fetch_add_explicit(head, 4096, memory_order_relaxed) & (span - 1);
+			used = 0;
+		}
+		memcpy(base + chunk + used, src, LINE_REC);
+		__asm__ volatile("" : : "r"(base) : "memory");
+		used += LINE_REC;
+	}
+}
+
+static void line_head_fn(unsigned ix, unsigned long n)
+{
+	_Atomic uint64_t *head = &line_words[line_shared ? 0 : ix].w;
+	uint64_t sum = 0;
+
+	for (unsigned long i = 0; i < n; i++) {
+		if (i % LINE_PER_CHUNK == 0)
+			atomic_fetch_add_explicit(head, 4096, memory_order_relaxed);
+		sum += atomic_load_explicit(head, memory_order_relaxed);
+		__asm__ volatile("" : : "r"(sum) : "memory");
+	}
+}
+
+static void line_owner_fn(unsigned ix, unsigned long n)
+{
+	_Atomic uint64_t *owner = line_of(ix);
+
+	for (unsigned long i = 0; i < n; i++) {
+		uint64_t expect = 2;
+
+		atomic_compare_exchange_strong_explicit(owner, &expect, 1, memory_order_acquire, memory_order_relaxed);
+		atomic_store_explicit(owner, 2, memory_order_release);
+	}
+}
+
+static void line_count_fn(unsigned ix, unsigned long n)
+{
+	_Atomic uint64_t *count = line_of(ix);
+
+	for (unsigned long i = 0; i < n; i++)
+		if (i % LINE_PER_CHUNK == 0)
+			atomic_fetch_add_explicit(count, LINE_PER_CHUNK, memory_order_relaxed);
+		else
+			__asm__ volatile("" ::: "memory");
+}
+
+static void line_holder_fn(unsigned ix, unsigned long n)
+{
+	_Atomic uint64_t *holder = &line_words[0].w; /* the object table's word: one for the process */
+
+	for (unsigned long i = 0; i < n; i++) {
+		if (i % LINE_PER_CHUNK)
+			continue;
+		if (line_shared || atomic_load_explicit(holder, memory_order_relaxed) != 7)
+			atomic_store_explicit(holder, 7, memory_order_relaxed);
+		__asm__ volatile("" ::: "memory");
+	}
+}
+
+static void (*line_fn)(unsigned, unsigned long);
+
+static void *line_main(void *arg)
+{
+	struct thread_arg *a = arg;
+
+	line_fn(a->ix, a->n);
+	return NULL;
+}
+
+static void lines(double control)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(unsigned, unsigned long);
+	} L[] = {
+		{ "line_ring", line_ring_fn },   { "line_head", line_head_fn },	{ "line_owner", line_owner_fn },
+		{ "line_count", line_count_fn }, { "line_holder", line_holder_fn },
+	};
+
+	line_ring = aligned_alloc(4096, LINE_RING);
+	memset(line_ring, 0, LINE_RING);
+	for (size_t i = 0; i < sizeof(L) / sizeof(L[0]); i++) {
+		line_fn = L[i].fn;
+		for (line_shared = 1; line_shared >= 0; line_shared--) {
+			double r1 = threads_rate(line_main, 1, 4000000), r2 = threads_rate(line_main, 2, 4000000);
+
+			const char *how = line_shared ? "shared" : "own";
+
+			printf("%s_%s_scaling_2threads: %.2f x\n", L[i].name, how, r2 / r1);
+			printf("%s_%s_scaling_2threads: ratio %.2f vs cpu_spin_scaling_2threads\n", L[i].name, how,
+			       r2 / r1 / control);
+		}
+	}
+	free(line_ring);
 }
 
 static void setup(void)
@@ -271,21 +431,36 @@ int main(int argc, char **argv)
 	printf("ring_write_d32: ratio %.3f vs write2\n", ns[0] / ns[3]);
 	printf("ring_whole_d32: ratio %.2f vs memcpy\n", ns[1] / ns[2]);
 	printf("ring_whole_d32: ratio %.3f vs write2\n", ns[1] / ns[3]);
-	r1 = rate(1, 1000000);
-	r2 = rate(2, 1000000);
-	printf("ring_rate_1thread: %.0f records/s\n", r1);
-	printf("ring_rate_2threads: %.0f records/s\n", r2);
-	printf("ring_scaling_2threads: %.2f x\n", r2 / r1);
-	rate_fn = do_spin;
-	r1 = rate(1, 200000);
-	r2 = rate(2, 200000);
-	printf("cpu_spin_scaling_2threads: %.2f x\n", r2 / r1); /* the machine's parallelism now */
-	rate_fn = do_write;
-	r1 = rate(1, 2000000);
-	r2 = rate(2, 2000000);
-	printf("ring_write_rate_1thread: %.0f records/s\n", r1);
-	printf("ring_write_rate_2threads: %.0f records/s\n", r2);
-	printf("ring_write_scaling_2threads: %.2f x\n", r2 / r1);
+	for (int w = 0; w < 2; w++) {
+		/* the control right before each: the machine's parallelism now */
+		const char *name = w ? "ring_write" : "ring_whole";
+		double c2, c4, r4;
+
+		rate_fn = do_spin;
+		r1 = rate(1, 200000);
+		c2 = rate(2, 200000) / r1;
+		c4 = rate(4, 200000) / r1;
+		printf("cpu_spin_scaling_2threads: %.2f x\n", c2);
+		printf("cpu_spin_scaling_4threads: %.2f x\n", c4);
+		rate_fn = w ? do_write : do_whole;
+		r1 = rate(1, w ? 2000000 : 1000000);
+		r2 = rate(2, w ? 2000000 : 1000000);
+		r4 = rate(4, w ? 1000000 : 500000);
+		printf("%s_rate_1thread: %.0f records/s\n", name, r1);
+		printf("%s_rate_2threads: %.0f records/s\n", name, r2);
+		printf("%s_rate_4threads: %.0f records/s\n", name, r4);
+		printf("%s_scaling_2threads: %.2f x\n", name, r2 / r1);
+		printf("%s_scaling_2threads: ratio %.2f vs cpu_spin_scaling_2threads\n", name, r2 / r1 / c2);
+		printf("%s_scaling_4threads: %.2f x\n", name, r4 / r1);
+		printf("%s_scaling_4threads: ratio %.2f vs cpu_spin_scaling_4threads\n", name, r4 / r1 / c4);
+	}
+	if (getenv("BENCH_RING_LINES") == NULL || strcmp(getenv("BENCH_RING_LINES"), "0") != 0) {
+		rate_fn = do_spin;
+		r1 = rate(1, 200000);
+		r2 = rate(2, 200000);
+		printf("cpu_spin_scaling_2threads: %.2f x\n", r2 / r1);
+		lines(r2 / r1);
+	}
 	cleanup();
 	return 0;
 }

@@ -205,19 +205,14 @@ struct relstack_record {
 	const uint64_t *words;   /* widened to 64 bits; valid until the next call */
 	size_t fields_size;
 	const void *fields;      /* valid until the next call */
-	uint64_t position;       /* logical position in the run: ring order (relstack_reader__records()) */
+	uint64_t position;       /* logical position in its write area (areas share positions) */
 };
 
 /*
- * Records of a run, in ring order: by position.  Each thread fills chunks
- * of its own, so the records a thread wrote come in the order it wrote
- * them, with one exception: a record written by a signal handler that
- * interrupted its thread inside a write goes to a chunk of its own,
- * reserved after the interrupted one, so it comes after records the
- * thread wrote later into that chunk (and in overwrite mode it can outlive
- * them).  Across threads ring order is time order only roughly.  For
- * exact order, sort by time_ns.  NULL with errno ENOENT if there is no
- * such run, ENOMEM.
+ * Records of a run, by time (the records of its per-CPU write areas
+ * merged; ties by area, then position): a thread's records, a signal
+ * handler's among them, come in the order it wrote them.  NULL with errno
+ * ENOENT if there is no such run, ENOMEM.
  */
 RELSTACK_API struct relstack_cursor *relstack_reader__records(const struct relstack_reader *r,
 							       enum relstack_run_which which);

@@ -17,9 +17,11 @@
  *      dynamic part's fields no record depends on are said, not fatal;
  *   3  the run's object table image (rs_objtab_image_check; its records
  *      are checked one by one when used) and its schemas, one by one;
- *   4  the ring: `head` against the records (it has no checksum:
- *      scan_window()), then every record, from the oldest position the
- *      run can still hold to head (ring-write.c explains the steps A..D
+ *   4  the ring, write area by write area: the area's `head` against its
+ *      records (it has no checksum: scan_window()), then every record,
+ *      from the oldest position the area can still hold to its head, and
+ *      last the records of all areas merged by time (ring-write.c
+ *      explains the areas, and the steps A..D
  *      a record head reflects).  A record is accepted only if its pos is
  *      its own position (B happened), its commit is not 0 (D happened)
  *      and equals the checksum, and its body fits its length.
@@ -53,6 +55,12 @@
 
 #define RS_READ_MAX (8ull << 30) /* bigger than any file a recorder makes */
 
+/* A valid record: its area, its position there, and its time (the cursor's order). */
+struct rec_ref {
+	uint64_t time, pos;
+	uint32_t area;
+};
+
 struct run_view {
 	bool valid;
 	char err[200];
@@ -66,7 +74,8 @@ struct run_view {
 	struct relstack_schema schema[RS_SCHEMAS];
 	unsigned nschemas;
 	int8_t by_id[RS_SCHEMAS];
-	uint64_t *pos;                /* positions of valid records */
+	uint64_t asize;               /* bytes of one write area */
+	struct rec_ref *pos;          /* valid records, by time */
 	size_t npos, cappos;
 	uint64_t skipped, partial, damaged, malformed, gap_bytes;
 	char rec_err[200];            /* the first damaged or malformed record */
@@ -218,13 +227,13 @@ int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *lay
 	if (memcmp(h->magic, RS_RUN_MAGIC, 8) != 0)
 		RUN_FAIL(0, "run head magic: not %s", RS_RUN_MAGIC);
 	if (h->state == 0 && h->head_hash == 0)
-		RUN_FAIL(192, "run head: a run was being started here when its writer stopped");
+		RUN_FAIL(200, "run head: a run was being started here when its writer stopped");
 	if (h->head_hash != rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_run_head, head_hash)))
-		RUN_FAIL(192, "run head checksum mismatch");
+		RUN_FAIL(200, "run head checksum mismatch");
 	if (h->state == 0)
-		RUN_FAIL(196, "state 0: a run was being started here when its writer stopped");
+		RUN_FAIL(204, "state 0: a run was being started here when its writer stopped");
 	if (h->state != RS_RUN_ACTIVE && h->state != RS_RUN_CLOSED)
-		RUN_FAIL(196, "state %u unknown", h->state);
+		RUN_FAIL(204, "state %u unknown", h->state);
 	if (h->version != RS_FILE_VERSION)
 		RUN_FAIL(8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
 	if (h->head_size != sizeof(*h))
@@ -263,8 +272,20 @@ int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *lay
 	if (h->ring_offset != L->ring_offset || !span_ok(h->ring_offset, h->ring_size, 0, L->ring_offset + L->ring_size))
 		RUN_FAIL(88, "ring at 0x%llx, expected 0x%llx", (unsigned long long)h->ring_offset,
 			 (unsigned long long)L->ring_offset);
-	if (h->head < h->base || (h->head - h->base) % RS_CHUNK || h->head - h->base >= (1ull << 40))
-		RUN_FAIL(256, "head 0x%llx is not a chunk position of this run", (unsigned long long)h->head);
+	if (!h->areas || h->areas > RS_MAX_AREAS || (h->areas & (h->areas - 1)) ||
+	    h->ring_size / h->areas < RS_MIN_AREA_CHUNKS * RS_CHUNK)
+		RUN_FAIL(192, "%u write areas: not a power of two up to %u with %u chunks each", h->areas,
+			 RS_MAX_AREAS, RS_MIN_AREA_CHUNKS);
+	if (h->reserved1)
+		RUN_FAIL(196, "reserved field not zero");
+	for (uint32_t a = 0; a < h->areas; a++) {
+		uint64_t hd = h->area[a].head;
+
+		if (hd < h->base || (hd - h->base) % RS_CHUNK || hd - h->base >= (1ull << 40))
+			RUN_FAIL(offsetof(struct rs_run_head, area) + 64 * a,
+				 "head of write area %u, 0x%llx, is not a chunk position of this run", a,
+				 (unsigned long long)hd);
+	}
 	return 1;
 }
 
@@ -323,6 +344,7 @@ static int read_run(const struct relstack_reader *r, const struct source *src, s
 	v->valid = rs_run_head_check(&v->h, &r->layout, v->area, at, v->err, sizeof(v->err)) > 0;
 	if (!v->valid)
 		return 0;
+	v->asize = v->h.ring_size / v->h.areas;
 	rs_nh_keys(v->h.seed, v->key);
 	v->objtab_size = v->h.objtab_size;
 	ret = src_copy(src, at + v->h.objtab_offset, v->objtab_size, &v->objtab);
@@ -339,10 +361,10 @@ static void check_run_counters(struct run_view *v, uint64_t at)
 	unsigned off = 0;
 
 	if (h->reserved0) {
-		off = 212;
+		off = offsetof(struct rs_run_head, reserved0);
 		why = "reserved field not zero";
 	} else if (h->state == RS_RUN_CLOSED && h->close_monotonic_ns < h->monotonic_ns) {
-		off = 200;
+		off = offsetof(struct rs_run_head, close_monotonic_ns);
 		why = "closed before it started: close time damaged";
 	}
 	if (why && !v->err[0])
@@ -465,31 +487,33 @@ static const char *body_problem(const struct rs_rec_head *h, const struct rs_rec
 	return NULL;
 }
 
-static int add_pos(struct run_view *v, uint64_t p)
+static int add_pos(struct run_view *v, uint32_t a, uint64_t p, uint64_t time)
 {
 	if (v->npos == v->cappos) {
 		size_t n = v->cappos ? v->cappos * 2 : 256;
-		uint64_t *np = realloc(v->pos, n * sizeof(*np));
+		struct rec_ref *np = realloc(v->pos, n * sizeof(*np));
 
 		if (!np)
 			return -ENOMEM;
 		v->pos = np;
 		v->cappos = n;
 	}
-	v->pos[v->npos++] = p;
+	v->pos[v->npos++] = (struct rec_ref){ time, p, a };
 	return 0;
 }
 
-static void bad_record(const struct relstack_reader *r, struct run_view *v, uint64_t p, const char *what)
+static void bad_record(const struct relstack_reader *r, struct run_view *v, uint32_t a, uint64_t p,
+		       const char *what)
 {
 	const struct rs_run_head *h = &v->h;
 
 	if (v->rec_err[0])
 		return;
-	snprintf(v->rec_err, sizeof(v->rec_err), "run area %u, offset 0x%llx: record at position +0x%llx: %s",
-		 v->area,
-		 (unsigned long long)(r->fh.run_offset[v->area] + h->ring_offset + ((p - h->base) & (h->ring_size - 1))),
-		 (unsigned long long)(p - h->base), what);
+	snprintf(v->rec_err, sizeof(v->rec_err),
+		 "run area %u, offset 0x%llx: record at position +0x%llx of write area %u: %s", v->area,
+		 (unsigned long long)(r->fh.run_offset[v->area] + h->ring_offset + a * v->asize +
+				      ((p - h->base) & (v->asize - 1))),
+		 (unsigned long long)(p - h->base), a, what);
 }
 
 enum rec_kind { REC_NONE, REC_PARTIAL, REC_TOO_LONG, REC_BAD_SUM, REC_PAD, REC_WHOLE };
@@ -502,9 +526,10 @@ struct ring_view {
 	const uint32_t *key;
 };
 
-static struct ring_view ring_view(const struct run_view *v)
+/* Write area @a of the run. */
+static struct ring_view ring_view(const struct run_view *v, uint32_t a)
 {
-	return (struct ring_view){ v->ring, v->h.base, v->h.ring_size - 1, v->h.seed, v->key };
+	return (struct ring_view){ v->ring + a * v->asize, v->h.base, v->asize - 1, v->h.seed, v->key };
 }
 
 /* What the ring holds at position @p of the run: no record head, or a record of *len bytes and its state. */
@@ -548,23 +573,24 @@ static inline uint64_t gap_end(struct ring_view g, uint64_t p, uint64_t hi)
  * of a chunk, of a record whose checksum holds (it covers the position)
  * or of a partial one.  0 if no chunk of the run starts with a record.
  */
-static uint64_t newest_chunk(const struct run_view *v)
+static uint64_t newest_chunk(const struct run_view *v, uint32_t a)
 {
 	const struct rs_run_head *h = &v->h;
+	const unsigned char *ring = v->ring + a * v->asize;
 	uint64_t top = 0;
 
-	for (uint64_t off = 0; off < h->ring_size; off += RS_CHUNK) {
+	for (uint64_t off = 0; off < v->asize; off += RS_CHUNK) {
 		uint64_t p;
 		struct rs_rec_head rh;
 		size_t len;
 		enum rec_kind k;
 
-		memcpy(&rh, v->ring + off, sizeof(rh));
+		memcpy(&rh, ring + off, sizeof(rh));
 		p = rh.pos;
 		/* a position of this run that is this chunk's, above the newest so far */
-		if (p < h->base || p - h->base >= (1ull << 40) || ((p - h->base) & (h->ring_size - 1)) != off || p <= top)
+		if (p < h->base || p - h->base >= (1ull << 40) || ((p - h->base) & (v->asize - 1)) != off || p <= top)
 			continue;
-		k = rec_at(ring_view(v), p, &len);
+		k = rec_at(ring_view(v, a), p, &len);
 		if (k == REC_PARTIAL || k == REC_PAD || k == REC_WHOLE)
 			top = p;
 	}
@@ -572,9 +598,9 @@ static uint64_t newest_chunk(const struct run_view *v)
 }
 
 /* Records whose checksum holds, from @lo to @hi. */
-static uint64_t count_whole(const struct run_view *v, uint64_t lo, uint64_t hi)
+static uint64_t count_whole(const struct run_view *v, uint32_t a, uint64_t lo, uint64_t hi)
 {
-	struct ring_view g = ring_view(v);
+	struct ring_view g = ring_view(v, a);
 	uint64_t n = 0;
 	size_t len;
 
@@ -595,56 +621,91 @@ static uint64_t count_whole(const struct run_view *v, uint64_t lo, uint64_t hi)
  * intact records below the window head makes, say it is wrong.  Reading
  * then goes up to the newest chunk the records show, and the run says so.
  */
-static void scan_window(const struct relstack_reader *r, struct run_view *v, uint64_t *lo, uint64_t *hi)
+static void scan_window(const struct relstack_reader *r, struct run_view *v, uint32_t a, uint64_t *lo,
+			uint64_t *hi)
 {
 	const struct rs_run_head *h = &v->h;
-	uint64_t top = newest_chunk(v), end = top ? top + RS_CHUNK : h->base, at = r->fh.run_offset[v->area] + 256;
+	const uint64_t head = h->area[a].head, size = v->asize;
+	uint64_t top = newest_chunk(v, a), end = top ? top + RS_CHUNK : h->base,
+		 at = r->fh.run_offset[v->area] + offsetof(struct rs_run_head, area) + 64 * a;
 	char why[160] = "";
+	int n0;
 
-	*hi = h->head;
-	if (end > h->head) {
+	*hi = head;
+	if (end > head) {
 		/* a recorder still writing moved on after head was read: not damage */
 		if (!r->locked)
 			snprintf(why, sizeof(why), "head +0x%llx is below the chunk at +0x%llx, which holds a record",
-				 (unsigned long long)(h->head - h->base), (unsigned long long)(top - h->base));
+				 (unsigned long long)(head - h->base), (unsigned long long)(top - h->base));
 		*hi = end;
-	} else if (h->mode == RS_MODE_OVERWRITE && top && h->head - end >= h->ring_size) {
+	} else if (h->mode == RS_MODE_OVERWRITE && top && head - end >= size) {
 		snprintf(why, sizeof(why), "head +0x%llx is a whole ring past the newest chunk with a record, at +0x%llx",
-			 (unsigned long long)(h->head - h->base), (unsigned long long)(top - h->base));
+			 (unsigned long long)(head - h->base), (unsigned long long)(top - h->base));
 		*hi = end;
 	}
 	*lo = h->base;
 	if (h->mode == RS_MODE_STOP) {
-		if (*hi - h->base > h->ring_size)
-			*hi = h->base + h->ring_size;
-	} else if (*hi - h->base > h->ring_size) {
-		uint64_t below = end > h->base + h->ring_size ? end - h->ring_size : h->base, n;
+		if (*hi - h->base > size)
+			*hi = h->base + size;
+	} else if (*hi - h->base > size) {
+		uint64_t below = end > h->base + size ? end - size : h->base, n;
 
-		*lo = *hi - h->ring_size;
-		if (*lo - below > h->ring_size)
-			below = *lo - h->ring_size; /* a ring below lo: the window's own slots */
+		*lo = *hi - size;
+		if (*lo - below > size)
+			below = *lo - size; /* a ring below lo: the window's own slots */
 		/*
 		 * Below lo, the slots of chunks reserved above the newest record are
 		 * not overwritten yet: writers that died before their first record
 		 * there, or a head too large.
 		 */
-		if (!why[0] && below < *lo && (n = count_whole(v, below, *lo)) > 0)
+		if (!why[0] && below < *lo && (n = count_whole(v, a, below, *lo)) > 0)
 			snprintf(why, sizeof(why), "head +0x%llx leaves out %llu intact records below +0x%llx: head damaged, "
-				 "or writers died after reserving the chunks above +0x%llx", (unsigned long long)(h->head - h->base),
+				 "or writers died after reserving the chunks above +0x%llx", (unsigned long long)(head - h->base),
 				 (unsigned long long)n, (unsigned long long)(*lo - h->base), (unsigned long long)(end - h->base));
 	}
-	if (why[0] && !v->err[0])
-		snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: %s", v->area, (unsigned long long)at, why);
+	if (why[0] && !v->err[0]) {
+		n0 = snprintf(v->err, sizeof(v->err), "run area %u, offset 0x%llx: write area %u: ", v->area,
+			      (unsigned long long)at, a);
+		if (n0 > 0 && (size_t)n0 < sizeof(v->err))
+			snprintf(v->err + n0, sizeof(v->err) - (size_t)n0, "%s", why);
+	}
 }
+
+/* By time; ties by area, then position (one area's order is its writers' order). */
+static int ref_cmp(const void *x, const void *y)
+{
+	const struct rec_ref *a = x, *b = y;
+
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	if (a->area != b->area)
+		return a->area < b->area ? -1 : 1;
+	return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+static int scan_area(const struct relstack_reader *r, struct run_view *v, uint32_t a);
 
 static int scan_records(const struct relstack_reader *r, struct run_view *v)
 {
-	struct ring_view g = ring_view(v);
+	for (uint32_t a = 0; a < v->h.areas; a++) {
+		int ret = scan_area(r, v, a);
+
+		if (ret < 0)
+			return ret;
+	}
+	if (v->npos > 1)
+		qsort(v->pos, v->npos, sizeof(*v->pos), ref_cmp);
+	return 0;
+}
+
+static int scan_area(const struct relstack_reader *r, struct run_view *v, uint32_t a)
+{
+	struct ring_view g = ring_view(v, a);
 	unsigned ws = r->fh.format.word_size;
 	uint64_t lo, hi;
 	size_t len;
 
-	scan_window(r, v, &lo, &hi);
+	scan_window(r, v, a, &lo, &hi);
 	for (uint64_t p = lo; p < hi;) {
 		const unsigned char *d = g.ring + ((p - g.base) & g.mask);
 		struct rs_rec_head rh;
@@ -673,7 +734,7 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 		case REC_BAD_SUM:
 			v->skipped++;
 			v->damaged++;
-			bad_record(r, v, p, k == REC_TOO_LONG ? "longer than any record" : "checksum mismatch");
+			bad_record(r, v, a, p, k == REC_TOO_LONG ? "longer than any record" : "checksum mismatch");
 			v->gap_bytes += 16;
 			p += 16;
 			continue;
@@ -691,8 +752,8 @@ static int scan_records(const struct relstack_reader *r, struct run_view *v)
 		if (why) {
 			v->skipped++;
 			v->malformed++;
-			bad_record(r, v, p, why);
-		} else if (add_pos(v, p) < 0) {
+			bad_record(r, v, a, p, why);
+		} else if (add_pos(v, a, p, b.time) < 0) {
 			return -ENOMEM;
 		}
 		p += len;
@@ -900,9 +961,11 @@ int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run
 	out->chunk_size = h->chunk_size;
 	out->objtab_capacity = v->objtab_cap;
 	out->schema_capacity = h->schema_capacity;
-	out->written = h->head - h->base;
 	out->lost = h->lost;
-	out->overwritten = h->overwritten;
+	for (uint32_t a = 0; a < h->areas; a++) {
+		out->written += h->area[a].head - h->base;
+		out->overwritten += h->area[a].overwritten;
+	}
 	out->records = v->npos;
 	out->skipped = v->skipped;
 	out->skipped_partial = v->partial;
@@ -1027,12 +1090,12 @@ int relstack_cursor__next(struct relstack_cursor *c, struct relstack_record *out
 
 	if (c->i >= v->npos)
 		return 0;
-	d = v->ring + ((v->pos[c->i] - h->base) & (h->ring_size - 1));
+	d = v->ring + v->pos[c->i].area * v->asize + ((v->pos[c->i].pos - h->base) & (v->asize - 1));
 	memcpy(&rh, d, sizeof(rh));
 	memcpy(&b, d + RS_REC_HEAD, sizeof(b));
 	w = d + RS_REC_FIXED;
 	memset(out, 0, sizeof(*out));
-	out->position = v->pos[c->i++];
+	out->position = v->pos[c->i++].pos;
 	out->time_ns = rs_clock_to_ns(h, b.time);
 	delta = (int64_t)(out->time_ns - h->monotonic_ns);
 	out->realtime_ns = h->realtime_ns + (uint64_t)delta;

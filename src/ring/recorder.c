@@ -53,7 +53,10 @@ _Static_assert(offsetof(struct rs_file_head, head_hash) == 128, "file head_hash 
 _Static_assert(offsetof(struct rs_file_head, flags) == 132, "file flags at 132");
 _Static_assert(sizeof(struct rs_chunk_state) == 8, "chunk state is 8 bytes");
 
-_Static_assert(sizeof(struct rs_run_head) == 384, "run head is 384 bytes");
+_Static_assert(sizeof(struct rs_run_head) == 320 + 64 * RS_MAX_AREAS, "run head is 2368 bytes");
+_Static_assert(sizeof(struct rs_run_head) <= RS_BLOCK, "run head fits its block");
+_Static_assert(sizeof(struct rs_area_head) == 64, "area head is one cache line");
+_Static_assert(offsetof(struct rs_area_head, overwritten) == 8, "area overwritten at +8");
 _Static_assert(offsetof(struct rs_run_head, generation) == 16, "run generation at 16");
 _Static_assert(offsetof(struct rs_run_head, run_id) == 24, "run run_id at 24");
 _Static_assert(offsetof(struct rs_run_head, boot_id) == 40, "run boot_id at 40");
@@ -71,16 +74,17 @@ _Static_assert(offsetof(struct rs_run_head, seed) == 168, "run seed at 168");
 _Static_assert(offsetof(struct rs_run_head, clock) == 172, "run clock at 172");
 _Static_assert(offsetof(struct rs_run_head, tsc_start) == 176, "run tsc_start at 176");
 _Static_assert(offsetof(struct rs_run_head, tsc_hz) == 184, "run tsc_hz at 184");
-_Static_assert(offsetof(struct rs_run_head, head_hash) == 192, "run head_hash at 192");
-_Static_assert(offsetof(struct rs_run_head, state) == 196, "run state at 196");
-_Static_assert(offsetof(struct rs_run_head, close_monotonic_ns) == 200, "run close time at 200");
-_Static_assert(offsetof(struct rs_run_head, anchor_seq) == 208, "run anchor_seq at 208");
-_Static_assert(offsetof(struct rs_run_head, reserved0) == 212, "run reserved0 at 212");
-_Static_assert(offsetof(struct rs_run_head, anchor_tsc) == 216, "run anchor_tsc at 216");
-_Static_assert(offsetof(struct rs_run_head, anchor_monotonic_ns) == 224, "run anchor time at 224");
-_Static_assert(offsetof(struct rs_run_head, head) == 256, "run head at 256");
-_Static_assert(offsetof(struct rs_run_head, lost) == 320, "run lost at 320");
-_Static_assert(offsetof(struct rs_run_head, overwritten) == 328, "run overwritten at 328");
+_Static_assert(offsetof(struct rs_run_head, areas) == 192, "run areas at 192");
+_Static_assert(offsetof(struct rs_run_head, reserved1) == 196, "run reserved1 at 196");
+_Static_assert(offsetof(struct rs_run_head, head_hash) == 200, "run head_hash at 200");
+_Static_assert(offsetof(struct rs_run_head, state) == 204, "run state at 204");
+_Static_assert(offsetof(struct rs_run_head, close_monotonic_ns) == 208, "run close time at 208");
+_Static_assert(offsetof(struct rs_run_head, anchor_seq) == 216, "run anchor_seq at 216");
+_Static_assert(offsetof(struct rs_run_head, reserved0) == 220, "run reserved0 at 220");
+_Static_assert(offsetof(struct rs_run_head, anchor_tsc) == 224, "run anchor_tsc at 224");
+_Static_assert(offsetof(struct rs_run_head, anchor_monotonic_ns) == 232, "run anchor time at 232");
+_Static_assert(offsetof(struct rs_run_head, lost) == 256, "run lost at 256");
+_Static_assert(offsetof(struct rs_run_head, area) == 320, "run area heads at 320");
 
 _Static_assert(sizeof(struct rs_rec_head) == 16, "record head is 16 bytes");
 _Static_assert(offsetof(struct rs_rec_head, commit) == 8, "record commit at 8");
@@ -391,7 +395,7 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	s.base = generation << 40;
 	strncpy(s.comm, program_invocation_short_name, sizeof(s.comm) - 1);
 	s.seed = rs_hash32(RS_HASH32_INIT, s.run_id, sizeof(s.run_id));
-	s.head = s.base;
+	s.areas = rs_ring_areas(ring_size);
 	/* schemas, chunk states and the object table image lie between schema_offset and ring_offset */
 	memset(rec->area + s.schema_offset, 0, s.ring_offset - s.schema_offset);
 	RS_KILL_POINT("start-cleared");
@@ -401,9 +405,10 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	h->reserved0 = 0;
 	h->anchor_tsc = 0;
 	h->anchor_monotonic_ns = 0;
-	h->head = s.base;
 	h->lost = 0;
-	h->overwritten = 0;
+	memset(h->area, 0, sizeof(h->area));
+	for (uint32_t a = 0; a < s.areas; a++)
+		h->area[a].head = s.base;
 	RS_KILL_POINT("start-written");
 	/* 3 */
 	atomic_store_explicit((_Atomic uint32_t *)&h->head_hash,
@@ -530,9 +535,10 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	if (map == MAP_FAILED)
 		goto fail_errno;
 
-	rec = calloc(1, sizeof(*rec));
+	rec = aligned_alloc(_Alignof(struct relstack_recorder), sizeof(*rec)); /* the areas' lines */
 	if (!rec)
 		goto fail_errno;
+	memset(rec, 0, sizeof(*rec));
 	pthread_mutex_init(&rec->lock, NULL);
 	rec->fd = fd;
 	rec->map = map;
@@ -549,9 +555,11 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	cur = gen[0] <= gen[1] ? 0 : 1;
 	rec->area = (unsigned char *)map + f.run_offset[cur];
 	rec->run = heads[cur];
-	rec->ring.chunk_epoch = calloc(ring_size / RS_CHUNK, sizeof(uint64_t));
+	/* each area's share in lines of its own */
+	rec->ring.chunk_epoch = aligned_alloc(64, ring_size / RS_CHUNK * sizeof(uint64_t));
 	if (!rec->ring.chunk_epoch)
 		goto fail_errno;
+	memset((void *)rec->ring.chunk_epoch, 0, ring_size / RS_CHUNK * sizeof(uint64_t));
 
 	run_start(rec, rec->run, (gen[0] > gen[1] ? gen[0] : gen[1]) + 1, ring_size, cap, o.mode,
 		  (o.flags & RELSTACK_RECORDER_ABSOLUTE) ? RS_RUN_ADDRESSES : 0);
@@ -562,14 +570,22 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	define_builtins(rec);
 	RS_KILL_POINT("open-schemas");
 
-	rec->ring.data = rec->area + rec->run->ring_offset;
 	rec->ring.run = rec->run;
-	rec->ring.chunks = (struct rs_chunk_state *)(rec->area + rec->run->states_offset);
-	rec->ring.size = ring_size;
-	rec->ring.mask = ring_size - 1;
-	rec->ring.size_shift = (unsigned)__builtin_ctzll(ring_size);
+	rec->ring.areas = rec->run->areas;
+	rec->ring.size = ring_size / rec->ring.areas;
+	rec->ring.mask = rec->ring.size - 1;
+	rec->ring.size_shift = (unsigned)__builtin_ctzll(rec->ring.size);
 	rec->ring.base = rec->run->base;
-	rec->ring.nchunks = (uint32_t)(ring_size / RS_CHUNK);
+	rec->ring.nchunks = (uint32_t)(rec->ring.size / RS_CHUNK);
+	for (uint32_t a = 0; a < rec->ring.areas; a++) {
+		struct rs_ring_area *A = &rec->ring.area[a];
+
+		A->data = rec->area + rec->run->ring_offset + a * rec->ring.size;
+		A->chunks = (struct rs_chunk_state *)(rec->area + rec->run->states_offset) + a * rec->ring.nchunks;
+		A->head = (_Atomic uint64_t *)&rec->run->area[a].head;
+		A->overwritten = (_Atomic uint64_t *)&rec->run->area[a].overwritten;
+		A->chunk_epoch = rec->ring.chunk_epoch + a * rec->ring.nchunks;
+	}
 	rec->ring.seed = rec->run->seed;
 	rec->ring.mode = o.mode;
 	rec->ring.word_size = f.format.word_size;
@@ -587,6 +603,9 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 		struct relstack_objtab_stats ost;
 
 		relstack_objtab_stats(&ost);
+		rec->ring.held = ost.epoch;
+		for (uint32_t a = 0; a < rec->ring.areas; a++)
+			rec->ring.area[a].horizon = UINT64_MAX; /* holds nothing yet */
 		rec->ring.holder = rs_objtab_hold(ost.epoch);
 	}
 	return rec;
@@ -598,7 +617,7 @@ fail_errno:
 	ret = -errno;
 fail:
 	if (rec) {
-		free(rec->ring.chunk_epoch);
+		free((void *)rec->ring.chunk_epoch);
 		pthread_mutex_destroy(&rec->lock);
 		free(rec);
 	}
@@ -637,7 +656,7 @@ int relstack_recorder__close(struct relstack_recorder *rec)
 	ret = relstack_recorder__flush(rec);
 	munmap(rec->map, rec->map_size);
 	close(rec->fd);
-	free(rec->ring.chunk_epoch);
+	free((void *)rec->ring.chunk_epoch);
 	pthread_mutex_destroy(&rec->lock);
 	free(rec);
 	return ret;

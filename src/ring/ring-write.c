@@ -4,17 +4,33 @@
  *
  * Positions
  * ---------
- * Every byte ever reserved in a run has a 64-bit logical position, starting
- * at the run's base (generation << 40) and never reused.  The byte of
- * logical position p lives at data[(p - base) & mask]; the run head's
- * `head` is the next free position.  A record's head stores the record's
+ * Every byte ever reserved in a write area (below) has a 64-bit logical
+ * position, starting at the run's base (generation << 40) and never reused
+ * in the area.  The byte of logical position p lives at the area's
+ * data[(p - base) & mask]; the area's `head` is its next free position.  A record's head stores the record's
  * own position, so bytes left over from an older lap, or from an older run
  * in the same area, never pass for a record at a newer position.
  *
+ * Write areas
+ * -----------
+ * The ring is cut into `areas` equal write areas (a power of two: the
+ * CPUs the machine can have, fewer for a small ring), each a ring of its
+ * own with its own `head`, chunk states and `overwritten` counter, all
+ * positions of every area counted from the run's base.  A writer takes its
+ * chunks from the area of the CPU it runs on, found in the restartable
+ * sequences area the C library registers (__rseq_offset: one load), so
+ * the writers of two CPUs share no line of the file: not a head, not an
+ * owner word, not the ring's lines a lap later.  The CPU is only a
+ * placement: a writer migrated or preempted inside a record finishes it in
+ * the chunk it holds, which the owner protocol below keeps its own, so no
+ * rseq critical section (and no abort) is needed.  The reader reads each
+ * area as a ring and merges them by time.  In stop mode a full area sends
+ * the writer on to the next area, so the run stops when every area is full.
+ *
  * Chunks
  * ------
- * The ring is cut into chunks of RS_CHUNK bytes, and `head` only ever moves
- * by whole chunks.  A thread reserves a chunk with one fetch_add and fills
+ * Each area is cut into chunks of RS_CHUNK bytes, and its `head` only ever
+ * moves by whole chunks.  A thread reserves a chunk with one fetch_add and fills
  * it with its own records; when the next record does not fit it closes the
  * chunk with a PAD record and reserves another.  Threads therefore share
  * one atomic per chunk, not per record, and never write the same cache line
@@ -116,18 +132,25 @@
  * a chunk of its own for its one record.
  *
  * Retention: each new chunk notes the object table epoch of its first
- * record; when overwrite mode reuses chunk i, the oldest chunk still held
- * is i + 1, and its epoch becomes this recorder's horizon in the object
- * table (rs_objtab_hold_update), so a slot an unread record may name is
- * not reused.  Records older than their chunk's first record (a writer
+ * record; when overwrite mode reuses chunk i of an area, the oldest chunk
+ * the area still holds is i + 1, and its epoch the area's horizon; the
+ * smallest horizon of all areas becomes this recorder's horizon in the
+ * object table (rs_objtab_hold_update), so a slot an unread record may name
+ * is not reused.  The table's word is stored only when that smallest
+ * horizon changes (a load first): epochs change when objects load and
+ * unload, not per chunk, so the shared line is read, not written.  Two
+ * reusers racing may store a smaller horizon than the newest, never a
+ * larger one (area horizons only grow): retention errs on keeping.  Records older than their chunk's first record (a writer
  * that captured, then stalled) are still safe: the reader checks every
  * word against the slot's load and unload epochs.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/rseq.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,6 +159,7 @@
 
 struct rs_ring_tls {
 	uint64_t serial;      /* ring the chunk belongs to, 0: none */
+	struct rs_ring_area *area; /* the area it lies in */
 	uint64_t start, cur, end;
 	unsigned char *chunk; /* where start lives in the ring */
 	_Atomic uint32_t *owner; /* the chunk's owner word (overwrite mode) */
@@ -167,6 +191,39 @@ void rs_ring_init(struct rs_ring *r)
 	r->serial = atomic_fetch_add_explicit(&serials, 1, memory_order_relaxed) + 1;
 }
 
+uint32_t rs_ring_test_areas;
+
+uint32_t rs_ring_areas(uint64_t ring_size)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	uint32_t want = rs_ring_test_areas ? rs_ring_test_areas : cpus > 1 ? (uint32_t)cpus : 1, n = 1;
+
+	while (n < want && n < RS_MAX_AREAS && ring_size / (2 * n) >= RS_MIN_AREA_CHUNKS * RS_CHUNK)
+		n *= 2;
+	return n;
+}
+
+/*
+ * The CPU this thread runs on, as a placement hint: the kernel keeps it in
+ * the thread's rseq area, which the C library registered; sched_getcpu()
+ * (the vDSO) where there is none.
+ */
+static inline unsigned current_cpu(void)
+{
+	if (rs_likely(__rseq_size > 0)) {
+		const struct rseq *rs = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+		int32_t c = (int32_t)*(const volatile uint32_t *)&rs->cpu_id;
+
+		if (rs_likely(c >= 0))
+			return (unsigned)c;
+	}
+	{
+		int c = sched_getcpu();
+
+		return c < 0 ? 0u : (unsigned)c;
+	}
+}
+
 uint32_t rs_ring_tid(void);
 uint32_t rs_ring_tid(void)
 {
@@ -175,19 +232,15 @@ uint32_t rs_ring_tid(void)
 	return tls.tid;
 }
 
-static inline _Atomic uint64_t *head_of(struct rs_ring *r)
-{
-	return (_Atomic uint64_t *)&r->run->head;
-}
 
 static inline void count_lost(struct rs_ring *r)
 {
 	atomic_fetch_add_explicit((_Atomic uint64_t *)&r->run->lost, 1, memory_order_relaxed);
 }
 
-static inline unsigned char *at(struct rs_ring *r, uint64_t p)
+static inline unsigned char *at(struct rs_ring *r, struct rs_ring_area *A, uint64_t p)
 {
-	return r->data + ((p - r->base) & r->mask);
+	return A->data + ((p - r->base) & r->mask);
 }
 
 static inline uint32_t chunk_index(struct rs_ring *r, uint64_t p)
@@ -196,18 +249,19 @@ static inline uint32_t chunk_index(struct rs_ring *r, uint64_t p)
 }
 
 /*
- * The state of chunk i lives at entry (i % 8) * (n / 8) + i / 8: chunks
- * reserved one after the other (by different threads, as a rule) keep
- * their owner words in different cache lines.
+ * The state of chunk i of an area of n chunks lives at entry
+ * (i % 8) * (n / 8) + i / 8 of the area's share: chunks reserved one after
+ * the other (by different threads of one CPU, say) keep their owner words
+ * in different cache lines.
  */
-static inline struct rs_chunk_state *state_of(struct rs_ring *r, uint32_t i)
+static inline struct rs_chunk_state *state_of(struct rs_ring *r, struct rs_ring_area *A, uint32_t i)
 {
-	return &r->chunks[(i % 8) * (r->nchunks / 8) + i / 8];
+	return &A->chunks[(i % 8) * (r->nchunks / 8) + i / 8];
 }
 
-static inline _Atomic uint32_t *owner_of(struct rs_ring *r, uint64_t start)
+static inline _Atomic uint32_t *owner_of(struct rs_ring *r, struct rs_ring_area *A, uint64_t start)
 {
-	return (_Atomic uint32_t *)&state_of(r, chunk_index(r, start))->owner;
+	return (_Atomic uint32_t *)&state_of(r, A, chunk_index(r, start))->owner;
 }
 
 static inline uint32_t lap_of(struct rs_ring *r, uint64_t q)
@@ -224,19 +278,20 @@ static inline uint32_t lap_of(struct rs_ring *r, uint64_t q)
  * a writer of a later lap took the chunk meanwhile.  The CAS pairs with the
  * CAS in chunk_reserve(): exactly one of them wins.
  */
-static inline bool chunk_enter(struct rs_ring *r, uint64_t start)
+static inline bool chunk_enter(struct rs_ring *r, struct rs_ring_area *A, uint64_t start)
 {
 	uint32_t lap = lap_of(r, start), expect = OWNER_PARKED(lap);
 
-	return atomic_compare_exchange_strong_explicit(owner_of(r, start), &expect, OWNER_OPEN(lap),
+	return atomic_compare_exchange_strong_explicit(owner_of(r, A, start), &expect, OWNER_OPEN(lap),
 						       memory_order_acquire, memory_order_relaxed);
 }
 
 /* With the chunk open: PAD to its end, publish its count, free it. */
-static void chunk_finish(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t start, uint32_t count)
+static void chunk_finish(struct rs_ring *r, struct rs_ring_area *A, uint64_t cur, uint64_t end, uint64_t start,
+			 uint32_t count)
 {
 	if (end > cur) {
-		struct rs_rec_head *h = (struct rs_rec_head *)at(r, cur);
+		struct rs_rec_head *h = (struct rs_rec_head *)at(r, A, cur);
 
 		atomic_store_explicit((_Atomic uint32_t *)&h->commit, 0, memory_order_relaxed);
 		h->kind = RS_REC_PAD;
@@ -247,18 +302,43 @@ static void chunk_finish(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t
 				      rs_rec_sum(r->seed, r->key, cur, h, RS_REC_HEAD), memory_order_release);
 	}
 	if (count)
-		atomic_store_explicit((_Atomic uint32_t *)&state_of(r, chunk_index(r, start))->count, count,
+		atomic_store_explicit((_Atomic uint32_t *)&state_of(r, A, chunk_index(r, start))->count, count,
 				      memory_order_relaxed);
 	if (r->mode == RS_MODE_OVERWRITE)
-		atomic_store_explicit(owner_of(r, start), OWNER_FREE, memory_order_release);
+		atomic_store_explicit(owner_of(r, A, start), OWNER_FREE, memory_order_release);
 }
 
 /* Close this thread's chunk, if it is still this thread's. */
-static void chunk_close(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t start, uint32_t count)
+static void chunk_close(struct rs_ring *r, struct rs_ring_area *A, uint64_t cur, uint64_t end, uint64_t start,
+			uint32_t count)
 {
-	if (r->mode == RS_MODE_OVERWRITE && !chunk_enter(r, start))
+	if (r->mode == RS_MODE_OVERWRITE && !chunk_enter(r, A, start))
 		return;
-	chunk_finish(r, cur, end, start, count);
+	chunk_finish(r, A, cur, end, start, count);
+}
+
+/*
+ * Area @A now holds nothing older than epoch @next: the recorder's horizon
+ * is the smallest of the areas' (an area never written holds nothing:
+ * UINT64_MAX).  Written only when it changes.
+ */
+static void horizon_move(struct rs_ring *r, struct rs_ring_area *A, uint64_t next)
+{
+	uint64_t low = UINT64_MAX;
+
+	if (!next || next == atomic_load_explicit(&A->horizon, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&A->horizon, next, memory_order_relaxed);
+	for (uint32_t a = 0; a < r->areas; a++) {
+		uint64_t h = atomic_load_explicit(&r->area[a].horizon, memory_order_relaxed);
+
+		if (h < low)
+			low = h;
+	}
+	if (low != atomic_load_explicit(&r->held, memory_order_relaxed)) {
+		atomic_store_explicit(&r->held, low, memory_order_relaxed);
+		rs_objtab_hold_update(r->holder, low);
+	}
 }
 
 /*
@@ -274,24 +354,45 @@ static void chunk_close(struct rs_ring *r, uint64_t cur, uint64_t end, uint64_t 
  */
 #define RS_RESERVE_TRIES 4
 
-static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
+/* Stop mode: a chunk of the CPU's area, or of the next area that has one left. */
+static uint64_t chunk_reserve_stop(struct rs_ring *r, uint64_t epoch, struct rs_ring_area **area)
 {
+	unsigned first = current_cpu();
+
+	for (uint32_t k = 0; k < r->areas; k++) {
+		struct rs_ring_area *A = &r->area[(first + k) & (r->areas - 1)];
+		uint64_t q;
+
+		/* a full area's head is not moved further: it stays within a lap of its records */
+		if (atomic_load_explicit(A->head, memory_order_relaxed) + RS_CHUNK > r->base + r->size)
+			continue;
+		q = atomic_fetch_add_explicit(A->head, RS_CHUNK, memory_order_relaxed);
+		if (q + RS_CHUNK > r->base + r->size)
+			continue;
+		atomic_store_explicit(&A->chunk_epoch[chunk_index(r, q)], epoch, memory_order_relaxed);
+		*area = A;
+		return q;
+	}
+	return 0;
+}
+
+static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch, struct rs_ring_area **area)
+{
+	struct rs_ring_area *A;
+
+	if (r->mode == RS_MODE_STOP)
+		return chunk_reserve_stop(r, epoch, area);
+	A = &r->area[current_cpu() & (r->areas - 1)];
 	for (unsigned tries = 0; tries < RS_RESERVE_TRIES; tries++) {
-		uint64_t q = atomic_fetch_add_explicit(head_of(r), RS_CHUNK, memory_order_relaxed);
+		uint64_t q = atomic_fetch_add_explicit(A->head, RS_CHUNK, memory_order_relaxed);
 		uint32_t i = chunk_index(r, q), lap, prev;
 
-		if (r->mode == RS_MODE_STOP) {
-			if (q + RS_CHUNK > r->base + r->size)
-				return 0;
-			r->chunk_epoch[i] = epoch;
-			return q;
-		}
 		lap = lap_of(r, q);
-		prev = atomic_load_explicit(owner_of(r, q), memory_order_relaxed);
+		prev = atomic_load_explicit(owner_of(r, A, q), memory_order_relaxed);
 		if (prev & 1)
 			continue; /* a writer is inside: skip the chunk */
 		/* pairs with the CAS of G and, acquire, with the release stores of F and chunk_finish() */
-		if (!atomic_compare_exchange_strong_explicit(owner_of(r, q), &prev, OWNER_OPEN(lap),
+		if (!atomic_compare_exchange_strong_explicit(owner_of(r, A, q), &prev, OWNER_OPEN(lap),
 							     memory_order_acquire, memory_order_relaxed))
 			continue;
 		/*
@@ -303,25 +404,26 @@ static uint64_t chunk_reserve(struct rs_ring *r, uint64_t epoch)
 		 * the owner word back untouched and skip the chunk (the same test as
 		 * the lapped writer's in write_stage(); q is outside the window anyway).
 		 */
-		if (rs_unlikely(atomic_load_explicit(head_of(r), memory_order_relaxed) - q > r->size - RS_CHUNK)) {
-			atomic_store_explicit(owner_of(r, q), prev, memory_order_release);
+		if (rs_unlikely(atomic_load_explicit(A->head, memory_order_relaxed) - q > r->size - RS_CHUNK)) {
+			atomic_store_explicit(owner_of(r, A, q), prev, memory_order_release);
 			continue;
 		}
 		if (lap) {
-			uint32_t old = atomic_exchange_explicit((_Atomic uint32_t *)&state_of(r, i)->count, 0,
+			uint32_t old = atomic_exchange_explicit((_Atomic uint32_t *)&state_of(r, A, i)->count, 0,
 								memory_order_relaxed);
 
 			if (old)
-				atomic_fetch_add_explicit((_Atomic uint64_t *)&r->run->overwritten, old,
-							  memory_order_relaxed);
-			if (r->holder >= 0) {
-				uint64_t next = r->chunk_epoch[(i + 1) % r->nchunks];
-
-				if (next)
-					rs_objtab_hold_update(r->holder, next);
-			}
+				atomic_fetch_add_explicit(A->overwritten, old, memory_order_relaxed);
+			/* the oldest chunk the area still holds is the next one */
+			if (r->holder >= 0)
+				horizon_move(r, A, atomic_load_explicit(&A->chunk_epoch[(i + 1) % r->nchunks],
+								 memory_order_relaxed));
+		} else if (rs_unlikely(atomic_load_explicit(&A->horizon, memory_order_relaxed) == UINT64_MAX) &&
+			   r->holder >= 0) {
+			horizon_move(r, A, epoch); /* the area's first chunk */
 		}
-		r->chunk_epoch[i] = epoch;
+		atomic_store_explicit(&A->chunk_epoch[i], epoch, memory_order_relaxed);
+		*area = A;
 		return q;
 	}
 	return 0;
@@ -399,15 +501,16 @@ static inline __attribute__((always_inline)) void record_put(struct rs_ring *r, 
 }
 
 /* A new chunk for this thread, open: the thread keeps where it lives and its owner word. */
-static inline void tls_take(struct rs_ring *r, struct rs_ring_tls *t, uint64_t p)
+static inline void tls_take(struct rs_ring *r, struct rs_ring_tls *t, struct rs_ring_area *A, uint64_t p)
 {
 	uint32_t lap = lap_of(r, p);
 
 	t->serial = r->serial;
+	t->area = A;
 	t->start = p;
 	t->end = p + RS_CHUNK;
-	t->chunk = at(r, p);
-	t->owner = owner_of(r, p);
+	t->chunk = at(r, A, p);
+	t->owner = owner_of(r, A, p);
 	t->open = OWNER_OPEN(lap);
 	t->parked = OWNER_PARKED(lap);
 	t->count = 0;
@@ -423,6 +526,7 @@ static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, 
 	 * for the previous record's stores to drain, instead of after it.
 	 */
 	uint64_t time = ring_time(r);
+	struct rs_ring_area *A;
 	size_t len;
 	uint32_t tid;
 	uint64_t p;
@@ -438,14 +542,14 @@ static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, 
 
 	if (rs_unlikely(t->busy)) {
 		/* A signal handler interrupted this thread's own record: a chunk of its own. */
-		uint64_t q = chunk_reserve(r, in->epoch);
+		uint64_t q = chunk_reserve(r, in->epoch, &A);
 
 		if (!q) {
 			count_lost(r);
 			return -ENOSPC;
 		}
-		record_put(r, at(r, q), q, len, in, tid, time, stage);
-		chunk_finish(r, q + len, q + RS_CHUNK, q, 1);
+		record_put(r, at(r, A, q), q, len, in, tid, time, stage);
+		chunk_finish(r, A, q + len, q + RS_CHUNK, q, 1);
 		return 0;
 	}
 	t->busy = 1;
@@ -454,7 +558,7 @@ static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, 
 	if (rs_likely(t->serial == r->serial && t->cur + len <= t->end)) {
 		if (r->mode == RS_MODE_OVERWRITE) {
 			/* lapped?  pairs with nothing: a stale head only delays this check */
-			uint64_t h = atomic_load_explicit(head_of(r), memory_order_relaxed);
+			uint64_t h = atomic_load_explicit(t->area->head, memory_order_relaxed);
 			uint32_t expect = t->parked;
 
 			/*
@@ -474,9 +578,9 @@ static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, 
 		p = t->cur;
 	} else {
 		if (t->serial == r->serial)
-			chunk_close(r, t->cur, t->end, t->start, t->count);
+			chunk_close(r, t->area, t->cur, t->end, t->start, t->count);
 fresh:
-		p = chunk_reserve(r, in->epoch);
+		p = chunk_reserve(r, in->epoch, &A);
 		if (!p) {
 			t->serial = 0;
 			atomic_signal_fence(memory_order_seq_cst);
@@ -484,7 +588,7 @@ fresh:
 			count_lost(r);
 			return -ENOSPC;
 		}
-		tls_take(r, t, p);
+		tls_take(r, t, A, p);
 	}
 	t->cur = p + len;
 	record_put(r, t->chunk + (p - t->start), p, len, in, tid, time, stage);

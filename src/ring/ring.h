@@ -9,6 +9,7 @@
  *
  *   file:  [ file head, 4096 ] [ run area 0 ] [ run area 1 ]
  *   run:   [ run head, 4096 ] [ schemas ] [ chunk states ] [ object table image ] [ ring ]
+ *   ring:  [ write area 0 ] [ write area 1 ] ... (run head `areas` of them, one per CPU)
  */
 #ifndef RELSTACK_RING_H
 #define RELSTACK_RING_H
@@ -23,12 +24,14 @@
 #include "ring/arch/x86_64/ring-arch.h"
 
 #define RS_FILE_MAGIC "RELSTACK"
-#define RS_FILE_VERSION 2u
+#define RS_FILE_VERSION 3u
 #define RS_RUN_MAGIC "RELSTRUN"
 #define RS_BLOCK 4096u
 #define RS_MIN_RING (64u << 10)  /* data ring bytes of a run, at least ... */
 #define RS_MAX_RING (1ull << 30) /* ... and at most (writer and reader) */
 #define RS_RUNS 2u
+#define RS_MAX_AREAS 32u       /* write areas of a run, at most ... */
+#define RS_MIN_AREA_CHUNKS 8u  /* ... each of at least this many chunks */
 
 /* file head flags (the only mutable word of the file head) */
 #define RS_FILE_ADDRESSES 0x1u /* some run of this file holds absolute addresses */
@@ -65,6 +68,16 @@ struct rs_file_head {
 #define RS_TSC_HZ_MIN 1000000ull      /* the counter rates a reader accepts */
 #define RS_TSC_HZ_MAX 100000000000ull
 
+/*
+ * A write area's own cache line: the writers of one CPU reserve chunks of
+ * their area here, so no line of it is written from two CPUs as a rule.
+ */
+struct rs_area_head {
+	_Alignas(64) uint64_t head; /* next free logical position in the area */
+	uint64_t overwritten;       /* records of the area's chunks that were overwritten */
+	uint8_t pad[48];
+};
+
 struct rs_run_head {
 	/* static part: written once when the run starts, then hashed */
 	char magic[8];            /* RS_RUN_MAGIC */
@@ -93,7 +106,9 @@ struct rs_run_head {
 	uint32_t clock;           /* RS_CLOCK_* */
 	uint64_t tsc_start;       /* RS_CLOCK_TSC: the counter at monotonic_ns; else 0 */
 	uint64_t tsc_hz;          /* RS_CLOCK_TSC: ticks per second, measured at the start; else 0 */
-	uint32_t head_hash;       /* rs_hash32 of bytes 0..191 */
+	uint32_t areas;           /* write areas the ring is cut into: a power of two, at most RS_MAX_AREAS */
+	uint32_t reserved1;       /* zero */
+	uint32_t head_hash;       /* rs_hash32 of bytes 0..199 */
 	/* dynamic part */
 	uint32_t state;           /* RS_RUN_*; 0 while the static part is written */
 	uint64_t close_monotonic_ns;
@@ -101,17 +116,15 @@ struct rs_run_head {
 	uint32_t reserved0;       /* zero */
 	uint64_t anchor_tsc;      /* RS_CLOCK_TSC: the counter at ... */
 	uint64_t anchor_monotonic_ns; /* ... this CLOCK_MONOTONIC time, taken at flush and close */
-	uint8_t pad0[24];
-	_Alignas(64) uint64_t head;  /* next free logical position, own cache line */
-	uint8_t pad1[56];
+	uint8_t pad0[16];
 	_Alignas(64) uint64_t lost;  /* records refused (stop mode full, oversize, lapped) */
-	uint64_t overwritten;        /* records of chunks that were overwritten */
-	uint8_t pad2[48];
+	uint8_t pad1[56];
+	struct rs_area_head area[RS_MAX_AREAS]; /* the first `areas` are used, the rest zero */
 };
 
 /*
  * Per chunk of the ring, the writers' bookkeeping (the reader only checks
- * that the array fits).  owner: 0 when free; (lap << 1 | 1) while a
+ * that the array fits); area a's chunks have the a-th equal share of the array.  owner: 0 when free; (lap << 1 | 1) while a
  * writer fills the chunk in that lap of the ring.  count: records the chunk
  * held when it was closed, added to `overwritten` when it is reused.
  */
@@ -250,21 +263,32 @@ static inline uint32_t rs_rec_sum(uint32_t seed, const uint32_t *key, uint64_t p
 
 /* ---- the writer ---- */
 
+/* One write area, as its writers see it: written from the CPU it belongs to, as a rule. */
+struct rs_ring_area {
+	_Alignas(64) unsigned char *data; /* the area's first byte */
+	struct rs_chunk_state *chunks;   /* its share of the chunk states, in the file */
+	_Atomic uint64_t *head;          /* its head and counter in the run head */
+	_Atomic uint64_t *overwritten;
+	_Atomic uint64_t *chunk_epoch;   /* per chunk: epoch of its first record (process memory) */
+	_Atomic uint64_t horizon;        /* epoch of its oldest chunk still held */
+};
+
 struct rs_ring {
-	unsigned char *data;         /* the ring's first byte */
 	struct rs_run_head *run;
-	struct rs_chunk_state *chunks; /* in the file */
-	uint64_t *chunk_epoch;       /* per chunk: epoch of its first record (process memory) */
-	uint64_t size, base, mask;
+	uint64_t size, base, mask;   /* of one area */
 	unsigned size_shift;         /* size == 1 << size_shift */
-	uint32_t nchunks;
+	uint32_t nchunks;            /* of one area */
+	uint32_t areas;              /* a power of two */
+	_Atomic uint64_t *chunk_epoch; /* every area's chunk epochs, area by area */
 	uint32_t seed;
 	uint32_t mode;
 	uint32_t clock;              /* RS_CLOCK_*: what record_put() reads */
 	unsigned word_size;
 	uint64_t serial;             /* unique per ring in this process */
 	int holder;                  /* object table holder id, -1 if none */
+	_Atomic uint64_t held;       /* the horizon last given to the object table */
 	_Alignas(16) uint32_t key[RS_NH_KEYS]; /* rs_nh_keys(seed) */
+	struct rs_ring_area area[RS_MAX_AREAS];
 };
 
 /* What one record holds. */
@@ -282,6 +306,10 @@ struct rs_rec_in {
 /* Async-signal-safe (after the thread's first record: see ring-write.c). */
 RS_HIDDEN int rs_ring_write(struct rs_ring *r, const struct rs_rec_in *in);
 RS_HIDDEN void rs_ring_init(struct rs_ring *r);
+/* The write areas a run of @ring_size bytes gets on this machine. */
+RS_HIDDEN uint32_t rs_ring_areas(uint64_t ring_size);
+/* Test hook: when set before a recorder opens, its run gets this many areas (within the limits). */
+RS_HIDDEN extern uint32_t rs_ring_test_areas;
 /* Test hook: stop after writing part of a record, as if killed there. */
 RS_HIDDEN int rs_ring_write_partial(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage);
 

@@ -7,6 +7,7 @@
  * written, and never crashes.
  */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,19 +30,49 @@ static size_t good_records[2]; /* current, previous */
 
 static struct relstack_recorder *left_open;
 
+static cpu_set_t all_cpus;
+static bool two_cpus; /* the runs' records lie in both write areas */
+
+/* Run on the @k-th CPU this process may use (the write area follows the CPU); false if there is none. */
+static bool run_on_cpu(unsigned k)
+{
+	cpu_set_t one;
+
+	if (!CPU_COUNT(&all_cpus) && sched_getaffinity(0, sizeof(all_cpus), &all_cpus) < 0)
+		return false;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &all_cpus) || k--)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		return sched_setaffinity(0, sizeof(one), &one) == 0;
+	}
+	return false;
+}
+
+/*
+ * Two write areas, and where the machine has two CPUs, records in both:
+ * the first half written on one CPU, the rest on the other.
+ */
 static void write_run(const char *path, uint64_t from, unsigned count, bool close_it)
 {
 	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
 	struct relstack_recorder *rec;
 	int ev;
 
-	o.size = 64u << 10;
+	rs_ring_test_areas = 2;
+	o.size = 128u << 10;
 	o.objtab_capacity = 16;
 	rec = relstack_recorder__open(path, &o);
 	assert_non_null(rec);
 	ev = rs_seq_define(rec);
-	for (uint64_t s = from; s < from + count; s++)
+	run_on_cpu(0);
+	for (uint64_t s = from; s < from + count; s++) {
+		if (s == from + count / 2)
+			two_cpus = run_on_cpu(1);
 		assert_int_equal(rs_seq_write(rec, ev, 0, s, (unsigned)(s % 32), NULL), 0);
+	}
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
 	assert_int_equal(relstack_recorder__record(rec, RELSTACK_EVENT_STACK, NULL, 0, 0), 0);
 	if (close_it)
 		relstack_recorder__close(rec);
@@ -131,6 +162,58 @@ static void the_well_formed_file_reads_back_whole(void **state)
 	assert_null(relstack_reader__run_error(r, 0));
 	assert_null(relstack_reader__run_error(r, 1));
 	relstack_reader__close(r);
+	for (unsigned i = 0; i < RS_RUNS; i++) {
+		const struct rs_run_head *h = (const struct rs_run_head *)(good + ((struct rs_file_head *)good)->run_offset[i]);
+
+		assert_int_equal(h->areas, 2);
+		if (two_cpus) /* so the checks below damage a run whose records the reader merges from two areas */
+			assert_true(h->area[0].head > h->base && h->area[1].head > h->base);
+	}
+}
+
+static int refuse_field(size_t off, const void *val, size_t n, char *err, size_t errsz);
+
+/*
+ * A file of the previous layout (version 2: one head, one ring) is refused
+ * by the reader and by a recorder, each naming the version, and the
+ * recorder leaves the file as it was.
+ */
+static void a_file_of_the_previous_layout_is_refused_naming_its_version(void **state)
+{
+	char dir[64] = "/tmp/rs-corrupt-XXXXXX", path[128], err[256];
+	uint32_t v2 = 2;
+	unsigned char *after = malloc(good_size);
+	unsigned char *b = malloc(good_size);
+	struct rs_file_head *f = (struct rs_file_head *)b;
+	struct relstack_reader_opts ro = { .sz = sizeof(ro), .errbuf = err, .errbuf_sz = sizeof(err) };
+	FILE *fp;
+
+	assert_int_equal(refuse_field(offsetof(struct rs_file_head, version), &v2, 4, err, sizeof(err)),
+			 RELSTACK_EVERSION);
+	assert_non_null(strstr(err, "version 2, this reader reads version 3"));
+
+	memcpy(b, good, good_size);
+	f->version = 2;
+	f->head_hash = rs_hash32(RS_HASH32_INIT, f, offsetof(struct rs_file_head, head_hash));
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/buf", dir);
+	fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(b, 1, good_size, fp), good_size);
+	fclose(fp);
+	assert_null(relstack_recorder__open(path, NULL));
+	assert_int_equal(errno, RELSTACK_EVERSION);
+	assert_null(relstack_reader__open(path, &ro));
+	assert_non_null(strstr(err, "version 2"));
+	fp = fopen(path, "rb");
+	assert_non_null(fp);
+	assert_int_equal(fread(after, 1, good_size, fp), good_size);
+	fclose(fp);
+	assert_memory_equal(after, b, good_size);
+	unlink(path);
+	rmdir(dir);
+	free(after);
+	free(b);
 }
 
 static void any_flipped_byte_of_the_file_head_refuses_the_file_with_a_message(void **state)
@@ -259,9 +342,11 @@ static void flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_count
 	const struct rs_file_head *f = (const struct rs_file_head *)good;
 	unsigned cur_area = ((const struct rs_run_head *)(good + f->run_offset[0]))->generation == 2 ? 0 : 1;
 	const struct rs_run_head *h = (const struct rs_run_head *)(good + f->run_offset[cur_area]);
-	size_t ring = f->run_offset[cur_area] + h->ring_offset, used = h->head - h->base;
+	size_t ring = f->run_offset[cur_area] + h->ring_offset, asize = h->ring_size / h->areas, used[RS_MAX_AREAS];
 	char err[256];
 
+	for (unsigned a = 0; a < h->areas; a++)
+		used[a] = h->area[a].head - h->base < asize ? h->area[a].head - h->base : asize;
 	srand(4);
 	for (unsigned it = 0; it < 2000; it++) {
 		struct relstack_reader *r;
@@ -270,8 +355,13 @@ static void flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_count
 		size_t n;
 
 		memcpy(b, good, good_size);
-		for (unsigned k = 0; k < flips; k++)
-			b[ring + (size_t)rand() % used] ^= (unsigned char)(1u << (rand() % 8));
+		for (unsigned k = 0; k < flips; k++) {
+			unsigned a = (unsigned)rand() % h->areas;
+
+			while (!used[a]) /* the areas that hold records */
+				a = (a + 1) % h->areas;
+			b[ring + a * asize + (size_t)rand() % used[a]] ^= (unsigned char)(1u << (rand() % 8));
+		}
 		r = open_bytes(b, good_size, err, sizeof(err));
 		assert_non_null(r);
 		n = verify(r, RELSTACK_RUN_CURRENT);
@@ -363,6 +453,24 @@ static const char *run_refused(unsigned char *b, void (*edit)(struct rs_run_head
 static void unknown_clock(struct rs_run_head *h) { h->clock = 7; }
 static void ticks_rate_zero(struct rs_run_head *h) { h->clock = RS_CLOCK_TSC; h->tsc_hz = 5; }
 static void monotonic_with_anchor(struct rs_run_head *h) { h->clock = RS_CLOCK_MONOTONIC; h->tsc_start = 1; h->tsc_hz = 0; }
+static void three_areas(struct rs_run_head *h) { h->areas = 3; }
+static void areas_too_small(struct rs_run_head *h) { h->areas = RS_MAX_AREAS; }
+static void no_areas(struct rs_run_head *h) { h->areas = 0; }
+static void area_head_between_chunks(struct rs_run_head *h) { h->area[1].head += 16; }
+
+static void each_write_area_check_has_its_own_message(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	unsigned area;
+
+	assert_non_null(strstr(run_refused(b, three_areas, &area), "3 write areas: not a power of two"));
+	assert_non_null(strstr(run_refused(b, areas_too_small, &area), "32 write areas: not a power of two up to 32 "
+								       "with 8 chunks each"));
+	assert_non_null(strstr(run_refused(b, no_areas, &area), "0 write areas"));
+	/* at area 1's head, 384 bytes into the run head */
+	assert_non_null(strstr(run_refused(b, area_head_between_chunks, &area), "head of write area 1, 0x"));
+	free(b);
+}
 
 static void each_run_clock_check_has_its_own_message(void **state)
 {
@@ -530,10 +638,15 @@ static void a_damaged_head_is_said_and_every_record_still_read(void **state)
 		struct relstack_reader *r;
 		const char *why;
 
+		unsigned a = 0;
+
 		memcpy(b, good, good_size);
-		if (moves[i] < 0 && h->head - h->base < (uint64_t)-moves[i])
+		for (unsigned k = 1; k < h->areas; k++) /* the area that holds the most */
+			if (h->area[k].head > h->area[a].head)
+				a = k;
+		if (moves[i] < 0 && h->area[a].head - h->base < (uint64_t)-moves[i])
 			continue;
-		h->head += (uint64_t)moves[i];
+		h->area[a].head += (uint64_t)moves[i];
 		r = open_bytes(b, good_size, err, sizeof(err));
 		assert_non_null(r);
 		assert_int_equal(relstack_reader__run_count(r), 2);
@@ -586,10 +699,14 @@ static void a_wrapped_runs_head_flipped_loses_no_record_without_saying_so(void *
 	expect[1] = run_records(r, 2);
 	assert_true(expect[0] > 100 && expect[1] > 100);
 	relstack_reader__close(r);
-	/* head, both runs */
-	for (unsigned area = 0; area < 2; area++)
-		flip_run_head_bits(b, size, area, offsetof(struct rs_run_head, head),
-				   offsetof(struct rs_run_head, head) + 8, expect);
+	/* the heads of every write area, both runs */
+	for (unsigned area = 0; area < 2; area++) {
+		const struct rs_run_head *h = (const struct rs_run_head *)(b + ((struct rs_file_head *)b)->run_offset[area]);
+
+		for (unsigned a = 0; a < h->areas; a++)
+			flip_run_head_bits(b, size, area, offsetof(struct rs_run_head, area[a].head),
+					   offsetof(struct rs_run_head, area[a].head) + 8, expect);
+	}
 	free(b);
 }
 
@@ -672,11 +789,13 @@ int main(void)
 		cmocka_unit_test(the_well_formed_file_reads_back_whole),
 		cmocka_unit_test(any_flipped_byte_of_the_file_head_refuses_the_file_with_a_message),
 		cmocka_unit_test(each_file_head_check_has_its_own_code_and_message),
+		cmocka_unit_test(a_file_of_the_previous_layout_is_refused_naming_its_version),
 		cmocka_unit_test(a_truncated_file_is_refused_as_truncated),
 		cmocka_unit_test(a_flipped_byte_of_a_run_head_drops_that_run_only),
 		cmocka_unit_test(flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_counted),
 		cmocka_unit_test(a_damaged_schema_or_object_table_costs_only_itself),
 		cmocka_unit_test(each_run_clock_check_has_its_own_message),
+		cmocka_unit_test(each_write_area_check_has_its_own_message),
 		cmocka_unit_test(a_damaged_clock_anchor_moves_times_never_records),
 		cmocka_unit_test(a_record_longer_than_any_record_is_damage_with_its_own_message),
 		cmocka_unit_test(a_flipped_bit_of_a_run_heads_unhashed_fields_loses_no_record_without_saying_so),

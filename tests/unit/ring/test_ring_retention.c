@@ -6,6 +6,7 @@
  * the slot may go to another object.
  */
 #include <dlfcn.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,6 +65,7 @@ static void a_slot_unloaded_after_retained_records_is_reused_only_once_they_are_
 	struct relstack_object obj;
 	uint64_t unload_epoch;
 	void *ha, *hb, *hc;
+	cpu_set_t cpus, one;
 	int sa;
 
 	assert_non_null(mkdtemp(dir));
@@ -75,6 +77,15 @@ static void a_slot_unloaded_after_retained_records_is_reused_only_once_they_are_
 	o.size = 64u << 10;
 	rec = relstack_recorder__open(path, &o);
 	assert_non_null(rec);
+	/*
+	 * On one CPU, so in one write area: an area that still held a record
+	 * from before the unload (the thread moved on from its chunk there)
+	 * would rightly keep the slot.
+	 */
+	assert_int_equal(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
 
 	ha = open_plugin("a");
 	relstack_objtab__refresh();
@@ -101,6 +112,7 @@ static void a_slot_unloaded_after_retained_records_is_reused_only_once_they_are_
 	relstack_objtab__refresh();
 	assert_int_equal(find_slot("librs_plugin_c.so", &obj), sa);
 	relstack_recorder__close(rec);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
 
 	/* every record the file kept was made after the unload */
 	r = relstack_reader__open(path, NULL);
