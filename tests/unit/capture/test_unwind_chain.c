@@ -158,8 +158,7 @@ static void skip_drops_the_innermost_frames(void **state)
 
 struct nofp_case {
 	uintptr_t junk;
-	bool debug_frame; /* through librs_unwind_debug_frame.so */
-	void (*call)(rs_unwind_cb, void *, uintptr_t); /* else through this */
+	void (*call)(rs_unwind_cb, void *, uintptr_t); /* the function without frame pointer */
 	struct trace t;
 };
 
@@ -185,24 +184,22 @@ static void *nofp_thread(void *arg)
 		c->junk = here - 4096; /* below the capture: down the stack */
 	else if (c->junk == 3)
 		c->junk = here + 4; /* misaligned */
-	if (c->call)
-		c->call(nofp_callback, c, c->junk);
-	else if (c->debug_frame)
-		rs_unwind_debug_frame_call(nofp_callback, c, c->junk);
-	else
-		rs_unwind_nofp_call(nofp_callback, c, c->junk);
+	c->call(nofp_callback, c, c->junk);
 	__asm__ volatile("" ::: "memory");
 	return arg;
 }
 
-static void chain_through_function_without_frame_pointer_is_followed_by_its_cfi(void **state)
+typedef void (*nofp_call_fn)(rs_unwind_cb, void *, uintptr_t);
+
+/*
+ * Whatever @call (named @name) leaves in %rbp (a frame pointer of 0,
+ * small numbers, an address below the capture, a misaligned one,
+ * garbage), its CFI row at the call finds its caller, and the trace is
+ * proven to its end: nofp_thread, then start_thread and clone3 in the C
+ * library, END.
+ */
+static void check_nofp_chain(nofp_call_fn call, const char *name)
 {
-	/*
-	 * Whatever the function leaves in %rbp (a frame pointer of 0, small
-	 * numbers, an address below the capture, a misaligned one, garbage),
-	 * its CFI row at the call finds its caller, and the trace is proven
-	 * to its end.
-	 */
 	static const uintptr_t junk[] = { 0, 1, 2, 3, 0x5a5a5a5a5a5a5a58ull };
 
 	for (size_t i = 0; i < RS_ARRAY_SIZE(junk); i++) {
@@ -211,46 +208,27 @@ static void chain_through_function_without_frame_pointer_is_followed_by_its_cfi(
 
 		memset(&c, 0, sizeof(c));
 		c.junk = junk[i];
+		c.call = call;
 		run_thread(nofp_thread, &c);
 		assert_int_equal(c.t.v.reasons, 0);
-		assert_true(c.t.n >= 4);
-		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
-		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_nofp_call");
-		/* nofp_thread, then start_thread and clone3 in the C library, END */
 		assert_int_equal(c.t.n, 6);
+		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
+		assert_string_equal(name_of(c.t.words[1], &obj), name);
 		name_of(c.t.words[3], &obj);
 		assert_non_null(strstr(obj, "libc.so"));
 		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
 	}
 }
 
+static void chain_through_function_without_frame_pointer_is_followed_by_its_cfi(void **state)
+{
+	check_nofp_chain(rs_unwind_nofp_call, "rs_unwind_nofp_call");
+}
+
+/* The same function in a library built without unwind tables: its CFI in .debug_frame only, read from the file. */
 static void chain_through_function_without_frame_pointer_is_followed_by_its_debug_frame(void **state)
 {
-	/*
-	 * The same function in a library built without unwind tables: no
-	 * .eh_frame, its CFI in .debug_frame only, read from the file when
-	 * the library was scanned.
-	 */
-	static const uintptr_t junk[] = { 0, 1, 2, 3, 0x5a5a5a5a5a5a5a58ull };
-
-	for (size_t i = 0; i < RS_ARRAY_SIZE(junk); i++) {
-		static struct nofp_case c;
-		const char *obj;
-
-		memset(&c, 0, sizeof(c));
-		c.junk = junk[i];
-		c.debug_frame = true;
-		run_thread(nofp_thread, &c);
-		assert_int_equal(c.t.v.reasons, 0);
-		assert_true(c.t.n >= 4);
-		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
-		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_debug_frame_call");
-		/* nofp_thread, then start_thread and clone3 in the C library, END */
-		assert_int_equal(c.t.n, 6);
-		name_of(c.t.words[3], &obj);
-		assert_non_null(strstr(obj, "libc.so"));
-		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
-	}
+	check_nofp_chain(rs_unwind_debug_frame_call, "rs_unwind_debug_frame_call");
 }
 
 static void debug_frame_of_another_build_is_refused(void **state)
@@ -307,11 +285,9 @@ static void chain_through_function_without_frame_pointer_is_followed_by_its_sfra
 	fprintf(stderr, "skipped: the compiler is not GCC with GNU as, which writes .sframe (--gsframe)\n");
 	skip();
 #else
-	static const uintptr_t junk[] = { 0, 1, 0x5a5a5a5a5a5a5a58ull };
 	struct phdr_probe probe = { "librs_unwind_sframe.so", false, false, false };
 	void *h = dlopen(UNWIND_SFRAME_PATH, RTLD_NOW | RTLD_LOCAL), *sym;
-	static struct nofp_case c;
-	const char *obj;
+	nofp_call_fn call;
 
 	assert_non_null(h);
 	sym = dlsym(h, "rs_unwind_sframe_call");
@@ -320,17 +296,8 @@ static void chain_through_function_without_frame_pointer_is_followed_by_its_sfra
 	/* the premise: CFI in .sframe only */
 	dl_iterate_phdr(probe_one, &probe);
 	assert_true(probe.found && probe.sframe && !probe.eh_frame);
-	for (size_t i = 0; i < RS_ARRAY_SIZE(junk); i++) {
-		memset(&c, 0, sizeof(c));
-		c.junk = junk[i];
-		memcpy(&c.call, &sym, sizeof(c.call)); /* POSIX: dlsym names a function */
-		run_thread(nofp_thread, &c);
-		assert_int_equal(c.t.v.reasons, 0);
-		assert_int_equal(c.t.n, 6);
-		assert_string_equal(name_of(c.t.words[0], &obj), "nofp_callback");
-		assert_string_equal(name_of(c.t.words[1], &obj), "rs_unwind_sframe_call");
-		assert_true(c.t.words[c.t.n - 1] == RS_NATIVE_END);
-	}
+	memcpy(&call, &sym, sizeof(call)); /* POSIX: dlsym names a function */
+	check_nofp_chain(call, "rs_unwind_sframe_call");
 	dlclose(h);
 #endif
 }
