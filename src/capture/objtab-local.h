@@ -60,6 +60,7 @@ RS_HIDDEN void rs_objtab_count_unknown(uint64_t n);
 RS_HIDDEN void rs_objtab_count_busy(void);
 
 struct rs_objtab_view {
+	const struct rs_latch *latch;
 	uint64_t seq;
 	const struct rs_index *ix;
 	uint32_t n, span_log2;
@@ -69,11 +70,12 @@ struct rs_objtab_view {
 	uint64_t slot_flags;
 };
 
-static inline void rs_objtab_begin(struct rs_objtab_view *v)
+static inline void rs_objtab_begin_on(struct rs_objtab_view *v, const struct rs_latch *latch)
 {
 	/* 1: pairs with C in publish_index() */
-	v->seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
-	v->ix = &rs_latch.copy[v->seq & 1];
+	v->latch = latch;
+	v->seq = atomic_load_explicit(&latch->seq, memory_order_acquire);
+	v->ix = &latch->copy[v->seq & 1];
 	v->n = atomic_load_explicit(&v->ix->n, memory_order_relaxed);
 	v->span_log2 = atomic_load_explicit(&v->ix->span_log2, memory_order_relaxed);
 	v->start = v->end = v->bias = v->restorer = 0;
@@ -81,11 +83,16 @@ static inline void rs_objtab_begin(struct rs_objtab_view *v)
 	v->slot_flags = 0;
 }
 
+static inline void rs_objtab_begin(struct rs_objtab_view *v)
+{
+	rs_objtab_begin_on(v, &rs_latch);
+}
+
 /* 3: pairs with the fence after A in publish_index() */
 static inline bool rs_objtab_end(const struct rs_objtab_view *v)
 {
 	atomic_thread_fence(memory_order_acquire);
-	return atomic_load_explicit(&rs_latch.seq, memory_order_relaxed) == v->seq;
+	return atomic_load_explicit(&v->latch->seq, memory_order_relaxed) == v->seq;
 }
 
 static inline uint64_t rs_objtab_view_epoch(const struct rs_objtab_view *v)

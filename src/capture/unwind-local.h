@@ -144,7 +144,15 @@ struct rs_walk {
 	struct rs_stack_range alt;   /* its alternate signal stack, or 0, 0 */
 	uint32_t reasons;            /* reasons known before the walk (ASYNC_START) */
 	unsigned skip;               /* frames to drop from the front */
-	unsigned flags;              /* RELSTACK_CAPTURE_*, RS_WALK_COMPLETE */
+	unsigned flags;              /* RELSTACK_CAPTURE_*, RS_WALK_COMPLETE, RS_WALK_SNAPSHOT */
+	/*
+	 * With RS_WALK_SNAPSHOT: the stack is a copy, the word at stack address
+	 * a read at a + delta (the ranges, pc, fp and sp are the stack's own
+	 * addresses); the objects are those of @latch's index (NULL: this
+	 * process's).
+	 */
+	intptr_t delta;
+	const struct rs_latch *latch;
 };
 
 /*
@@ -152,6 +160,14 @@ struct rs_walk {
  * thread's cache of tails left as it is.
  */
 #define RS_WALK_COMPLETE 0x80000000u
+
+/*
+ * A walk over a snapshot (struct rs_walk, delta and latch): another
+ * thread's or process's stack copied here.  The general walk only, and
+ * no cache of this thread is read or written (their words and rows are
+ * of this thread's stacks and this process's index).
+ */
+#define RS_WALK_SNAPSHOT 0x40000000u
 
 /*
  * Walk, check and encode.  Reads only inside w->stack and w->alt (from

@@ -311,9 +311,10 @@ static inline void tail_reach(struct tail *t, uintptr_t end)
 		t->top = end - t->fp;
 }
 
-static inline uintptr_t tail_load(struct tail *t, uintptr_t slot)
+/* @slot's word (read at slot + @d: struct rs_walk's delta), noted by the tail. */
+static inline uintptr_t tail_load(struct tail *t, uintptr_t slot, intptr_t d)
 {
-	uintptr_t val = rs_load(slot);
+	uintptr_t val = rs_load(slot + d);
 
 	if (t->on) {
 		if (t->slots == RS_TAIL_SLOTS) {
@@ -643,13 +644,17 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	 * its stack pointer at that pc is the window's bottom, lo.
 	 */
 	const bool check = w->flags & RELSTACK_CAPTURE_CHECK;
+	/* a snapshot: reads at the copy, no cache of this thread's */
+	const bool snap = w->flags & RS_WALK_SNAPSHOT;
+	const intptr_t d = snap ? w->delta : 0;
 	uintptr_t owner_pc = w->pc;
 	bool owner_exact = true;
 	uintptr_t uc; /* a signal frame's ucontext: the CFA of the handler */
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
-	fast_cache_load(&f, v, relative, !skip && !check);
+	if (!snap)
+		fast_cache_load(&f, v, relative, !skip && !check);
 	if (w->pc) {
 		uint64_t word = code_word(v, w->pc, relative, &reasons);
 
@@ -703,7 +708,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				 */
 				uintptr_t at = ra_slot ? ra_slot : lo != lo0 ? lo - RS_W : 0;
 
-				if (at && is_outermost(v, rs_load(at)))
+				if (at && is_outermost(v, rs_load(at + d)))
 					end = true;
 				else
 					reasons |= RELSTACK_UNRELIABLE_END_UNPROVEN;
@@ -720,8 +725,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		}
 		if (rs_unlikely(check) && owner_pc && !frame_matches_cfi(v, owner_pc, owner_exact, fp, lo))
 			reasons |= RELSTACK_UNRELIABLE_FP_MISMATCH;
-		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W);
-		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W);
+		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W + d);
+		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W + d);
 		ra_slot = 0;
 		t.on = false; /* a frame record: whatever follows is no tail */
 
@@ -756,7 +761,7 @@ cross:
 				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 				break;
 			}
-			rs_arch_context_read((const void *)uc, &c);
+			rs_arch_context_read((const void *)(uc + d), &c);
 			word = code_word(v, c.pc, relative, &reasons);
 			if (skip)
 				skip--;
@@ -808,13 +813,13 @@ cross:
 				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 				goto write;
 			}
-			if (!skip && !(w->flags & RS_WALK_COMPLETE) &&
+			if (!skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
 			    tail_from_cache(v, fp, ra, hi, relative, &out, out_end)) {
 				end = true;
 				goto walk_end;
 			}
 			/* the arrays are filled as the tail grows: only what n and slots count is read */
-			t.on = !skip && !(w->flags & RS_WALK_COMPLETE);
+			t.on = !skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
 			t.reasons = reasons;
 			t.fp = fp;
 			t.ra = ra;
@@ -837,7 +842,7 @@ cfi:
 					tail_word(&t, v, pc);
 				}
 				/* a return address: the row of the call; an interrupted pc: its own */
-				if (row_at(v, co, pc - !exact, &row)) {
+				if (snap ? rs_cfi_row_at(co, pc - !exact, &row) : row_at(v, co, pc - !exact, &row)) {
 					if (!exact || (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
 						reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					reasons |= pending;
@@ -874,14 +879,14 @@ cfi:
 					goto walk_end;
 				}
 				ra_slot = slot;
-				pc = tail_load(&t, slot);
+				pc = tail_load(&t, slot, d);
 				if (row.fp_rule == RS_CFI_OFFSET) {
 					slot = cfa + (uintptr_t)row.fp_off;
 					if (slot < sp || slot > hi - RS_W) {
 						reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 						goto walk_end;
 					}
-					cfp = tail_load(&t, slot);
+					cfp = tail_load(&t, slot, d);
 					cfp_known = true;
 					cfp_is_next = false;
 				} else if (row.fp_rule == RS_CFI_UNDEFINED) {
@@ -931,7 +936,7 @@ cfi:
 			 * on it: a slot of its own.
 			 */
 			if (cfp_is_next && t.on)
-				tail_load(&t, fp + RS_ARCH_FRAME_NEXT * RS_W);
+				tail_load(&t, fp + RS_ARCH_FRAME_NEXT * RS_W, d);
 			lo = sp;
 			fp = cfp;
 			owner_pc = pc;
@@ -941,7 +946,7 @@ cfi:
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 			if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 				reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
-			if (!skip && !check)
+			if (!skip && !check && !snap)
 				fast_range_set(&f, v, relative);
 			else if (skip && !(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 				pass_ra = ra; /* what walk_fast() may take for granted next time */
@@ -981,8 +986,9 @@ out:
 	} else {
 		t.on = false;
 	}
-	if (v->end && (t.on || rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
-		       (pass_ra && rs_tls.fast.pass_ra != pass_ra)))
+	if (v->end && !snap &&
+	    (t.on || rs_tls.fast.vstart != v->start || rs_tls.fast.seq != v->seq ||
+	     (pass_ra && rs_tls.fast.pass_ra != pass_ra)))
 		fast_cache_store(NULL, v, 0, t.on ? &t : NULL, pass_ra);
 	*reasons_out = reasons;
 	*frames_out = (uint32_t)(out - words) - markers;
@@ -1002,7 +1008,7 @@ walk_latched(struct rs_walk *w, uint64_t *words, size_t cap, struct relstack_ver
 	do {
 		uint64_t epoch;
 
-		rs_objtab_begin(&v);
+		rs_objtab_begin_on(&v, w->latch ? w->latch : &rs_latch);
 		n = walk_once(w, &v, words, cap, &reasons, &frames, relative, tries ? NULL : rs);
 		/* before end: after it, the writer may be rewriting this copy of the index */
 		epoch = rs_objtab_view_epoch(&v);
@@ -1197,7 +1203,7 @@ size_t rs_unwind_walk(struct rs_walk *w, uint64_t *words, size_t cap, struct rel
 	size_t n, n0 = 0;
 	uint64_t seq;
 
-	if (!(w->flags & (RS_WALK_COMPLETE | RELSTACK_CAPTURE_CHECK)) && in_range(w->sp, 1, &w->stack) &&
+	if (!(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT | RELSTACK_CAPTURE_CHECK)) && in_range(w->sp, 1, &w->stack) &&
 	    (!w->pc || (cap && !w->skip))) {
 		if (w->pc) {
 			/* the interrupted pc's word, as walk_once() finds it; walk_fast() checks seq at its end */
@@ -1241,6 +1247,8 @@ static void walk_init(struct rs_walk *w, const struct rs_thread_stack *ts, unsig
 	w->skip = 0;
 	w->flags = flags;
 	w->pc = 0;
+	w->delta = 0;
+	w->latch = NULL;
 }
 
 static int unknown_stack(uint64_t *words, size_t cap, uintptr_t pc, unsigned flags, uint32_t reasons,
@@ -1281,6 +1289,8 @@ __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, u
 	w.fp = fp;
 	w.sp = fp; /* our own frame record is the lowest thing the walk reads */
 	w.skip = skip;
+	w.delta = 0;
+	w.latch = NULL;
 	if (flags & RELSTACK_CAPTURE_ABSOLUTE)
 		return (int)walk_absolute(&w, words, cap, v, &rs);
 	return (int)walk_relative(&w, words, cap, v, &rs);

@@ -24,12 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "capture/cfi.h"
 #include "capture/objtab-local.h"
+#include "capture/unwind-local.h"
 #include "relstack/relstack.h"
 #include "unwind-test.h"
 
@@ -449,6 +451,77 @@ static void capture_on_unregistered_alternate_stack_reads_nothing(void **state)
 	assert_int_equal(c.ctx.n, 5);
 }
 
+/* ---- a walk over a copy of the stack ---- */
+
+/*
+ * The stack of getcontext()'s caller, copied, then walked as a snapshot:
+ * the same words and verdict as a context capture of the live stack, and
+ * what the copy says, not the live stack, where the two differ.
+ */
+__attribute__((noinline)) static void snapshot_here(void)
+{
+	uint64_t live[MAXW], snap[MAXW];
+	struct relstack_verdict lv, sv;
+	struct rs_thread_stack ts;
+	struct rs_walk w;
+	ucontext_t uc;
+	unsigned char *copy;
+	uintptr_t base;
+	size_t len, n;
+	int ln;
+
+	assert_true(rs_thread_stack_get(&ts));
+	assert_int_equal(getcontext(&uc), 0);
+	ln = relstack_capture_context(&uc, live, MAXW, RELSTACK_CAPTURE_ABSOLUTE, &lv);
+	assert_true(ln >= 4);
+	assert_int_equal(lv.reasons, 0);
+	/* the live stack from the context's stack pointer up, copied elsewhere */
+	base = (uintptr_t)uc.uc_mcontext.gregs[REG_RSP];
+	assert_true(base >= ts.stack.lo && base < ts.stack.hi);
+	len = ts.stack.hi - base;
+	copy = malloc(len);
+	assert_non_null(copy);
+	memcpy(copy, (const void *)base, len);
+
+	memset(&w, 0, sizeof(w));
+	w.stack = ts.stack;
+	w.alt = ts.alt;
+	w.pc = (uintptr_t)uc.uc_mcontext.gregs[REG_RIP];
+	w.fp = (uintptr_t)uc.uc_mcontext.gregs[REG_RBP];
+	w.sp = base;
+	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
+	w.flags = RELSTACK_CAPTURE_ABSOLUTE | RS_WALK_SNAPSHOT;
+	w.delta = (intptr_t)((uintptr_t)copy - base);
+	n = rs_unwind_walk(&w, snap, MAXW, &sv);
+	assert_int_equal(n, (size_t)ln);
+	assert_int_equal(sv.reasons, lv.reasons);
+	assert_memory_equal(snap, live, n * sizeof(snap[0]));
+
+	/* a return address changed in the copy only (this frame's, in its record): the snapshot walk sees it */
+	{
+		uintptr_t slot = w.fp + sizeof(uintptr_t) - base, v = 0x10, was; /* 0x10: in no object */
+
+		assert_true(slot + sizeof(v) <= len);
+		memcpy(&was, copy + slot, sizeof(was));
+		assert_true(was == live[1]);
+		memcpy(copy + slot, &v, sizeof(v));
+	}
+	n = rs_unwind_walk(&w, snap, MAXW, &sv);
+	assert_true(sv.reasons & RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
+	assert_true(n >= 2 && snap[0] == live[0] && snap[1] != live[1]);
+	/* and the live stack is as it was */
+	ln = relstack_capture_context(&uc, live, MAXW, RELSTACK_CAPTURE_ABSOLUTE, &lv);
+	assert_int_equal(lv.reasons, 0);
+	free(copy);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void a_copy_of_the_stack_walks_like_the_stack_itself(void **state)
+{
+	assert_int_equal(relstack_thread_register(), 0);
+	snapshot_here();
+}
+
 /* ---- threads whose stack is not known ---- */
 
 static void *unregistered_thread(void *arg)
@@ -507,6 +580,7 @@ int main(void)
 		cmocka_unit_test(chain_through_function_without_frame_pointer_is_followed_by_its_sframe),
 		cmocka_unit_test(capture_in_handler_on_alternate_stack_crosses_the_signal_frame),
 		cmocka_unit_test(context_capture_in_handler_starts_at_the_interrupted_pc),
+		cmocka_unit_test(a_copy_of_the_stack_walks_like_the_stack_itself),
 		cmocka_unit_test(capture_on_unregistered_alternate_stack_reads_nothing),
 		cmocka_unit_test(capture_on_unregistered_thread_is_outside_stack_with_no_words),
 	};
