@@ -151,6 +151,16 @@ RS_HIDDEN struct rs_cfi_table *rs_cfi_table_debug(const char *path, const uint8_
 RS_HIDDEN struct rs_cfi_table *rs_cfi_table_from_debug_frame(const unsigned char *sec, size_t size, uintptr_t bias,
 							     uint64_t span);
 
+/*
+ * Key @t's rows by pc - @bias from now on: a table compiled from a copy of
+ * an object (another process's, mapped here from its file) serves the
+ * object where that process has it.  Before @t is published only.
+ */
+static inline void rs_cfi_table_rebase(struct rs_cfi_table *t, uintptr_t bias)
+{
+	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);
+}
+
 /* Retire @t (may be NULL): after no index lists it.  See "Lifetime" above. */
 RS_HIDDEN void rs_cfi_table_free(struct rs_cfi_table *t);
 

@@ -56,6 +56,25 @@ struct rs_latch {
 
 RS_HIDDEN extern struct rs_latch rs_latch;
 
+/* One indexed range of code: [start, end), belonging to @slot. */
+struct rs_index_entry {
+	uintptr_t start;
+	uintptr_t end;
+	uintptr_t bias;
+	uintptr_t restorer;              /* its signal-return trampoline, or 0 */
+	const struct rs_cfi_table *cfi;  /* its compiled CFI, or NULL */
+	uint32_t slot;
+	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
+};
+
+/*
+ * A private index, for a walk over a snapshot (unwind-local.h,
+ * RS_WALK_SNAPSHOT): another process's objects.  Sorts @e in place.
+ * Returns 0, -E2BIG past RS_INDEX_MAX ranges, -EINVAL for ranges that
+ * overlap.  Not for an index readers may be using.
+ */
+RS_HIDDEN int rs_objtab_index_build(struct rs_latch *latch, struct rs_index_entry *e, unsigned n, uint64_t epoch);
+
 RS_HIDDEN void rs_objtab_count_unknown(uint64_t n);
 RS_HIDDEN void rs_objtab_count_busy(void);
 

@@ -102,16 +102,6 @@ struct mirror {
 	bool used;
 };
 
-/* One indexed range of code: [start, end) in this process, belonging to @slot. */
-struct rs_range {
-	uintptr_t start;
-	uintptr_t end;
-	uintptr_t bias;
-	uintptr_t restorer;
-	const struct rs_cfi_table *cfi;
-	uint32_t slot;
-	uint32_t flags; /* RELSTACK_OBJECT_* of the slot */
-};
 
 /*
  * Which file an object was mapped from, as stat(2) says at scan time: the
@@ -159,7 +149,7 @@ static struct {
 	struct found scan[RS_OBJTAB_SLOTS + 64];
 	unsigned nscan;
 	bool scan_overflow;
-	struct rs_range sorted[RS_OBJTAB_SLOTS];
+	struct rs_index_entry sorted[RS_OBJTAB_SLOTS];
 	struct mirror mirror[RS_MIRRORS];
 	_Atomic uint64_t holder[RS_OBJTAB_HOLDERS];
 	_Atomic bool holder_used[RS_OBJTAB_HOLDERS];
@@ -536,12 +526,12 @@ static unsigned usable_capacity(void)
 
 static int cmp_range(const void *a, const void *b)
 {
-	const struct rs_range *x = a, *y = b;
+	const struct rs_index_entry *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static void latch_write_copy(struct rs_index *ix, unsigned n)
+static void latch_write_copy(struct rs_index *ix, const struct rs_index_entry *sorted, unsigned n, uint64_t epoch)
 {
 	unsigned span = 1, span_log2 = 0;
 
@@ -550,21 +540,35 @@ static void latch_write_copy(struct rs_index *ix, unsigned n)
 		span_log2++;
 	}
 	for (unsigned i = 0; i < span; i++)
-		atomic_store_explicit(&ix->starts[i], i < n ? T.sorted[i].start : UINTPTR_MAX,
+		atomic_store_explicit(&ix->starts[i], i < n ? sorted[i].start : UINTPTR_MAX,
 				      memory_order_relaxed);
 	atomic_store_explicit(&ix->span_log2, span_log2, memory_order_relaxed);
 	for (unsigned i = 0; i < n; i++) {
-		atomic_store_explicit(&ix->r[i].start, T.sorted[i].start, memory_order_relaxed);
-		atomic_store_explicit(&ix->r[i].end, T.sorted[i].end, memory_order_relaxed);
-		atomic_store_explicit(&ix->r[i].bias, T.sorted[i].bias, memory_order_relaxed);
-		atomic_store_explicit(&ix->r[i].restorer, T.sorted[i].restorer, memory_order_relaxed);
-		atomic_store_explicit(&ix->r[i].cfi, (uintptr_t)T.sorted[i].cfi, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].start, sorted[i].start, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].end, sorted[i].end, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].bias, sorted[i].bias, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].restorer, sorted[i].restorer, memory_order_relaxed);
+		atomic_store_explicit(&ix->r[i].cfi, (uintptr_t)sorted[i].cfi, memory_order_relaxed);
 		atomic_store_explicit(&ix->r[i].slot_flags,
-				      (uint64_t)T.sorted[i].slot | (uint64_t)T.sorted[i].flags << 32,
+				      (uint64_t)sorted[i].slot | (uint64_t)sorted[i].flags << 32,
 				      memory_order_relaxed);
 	}
 	atomic_store_explicit(&ix->n, n, memory_order_relaxed);
-	atomic_store_explicit(&ix->epoch, T.epoch, memory_order_relaxed);
+	atomic_store_explicit(&ix->epoch, epoch, memory_order_relaxed);
+}
+
+int rs_objtab_index_build(struct rs_latch *latch, struct rs_index_entry *e, unsigned n, uint64_t epoch)
+{
+	if (n > RS_INDEX_MAX)
+		return -E2BIG;
+	qsort(e, n, sizeof(*e), cmp_range);
+	for (unsigned i = 1; i < n; i++)
+		if (e[i].start < e[i - 1].end)
+			return -EINVAL; /* overlapping ranges: no address may belong to two objects */
+	atomic_store_explicit(&latch->seq, 0, memory_order_relaxed);
+	latch_write_copy(&latch->copy[0], e, n, epoch);
+	latch_write_copy(&latch->copy[1], e, n, epoch);
+	return 0;
 }
 
 /* Pins: may the object go at any moment?  See the essay. */
@@ -597,11 +601,11 @@ static void publish_index(void)
 	atomic_store_explicit(&rs_latch.seq, s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	/* B */
-	latch_write_copy(&rs_latch.copy[(s + 1) & 1 ? 0 : 1], n);
+	latch_write_copy(&rs_latch.copy[(s + 1) & 1 ? 0 : 1], T.sorted, n, T.epoch);
 	/* C: pairs with the reader's acquire load of seq (1) */
 	atomic_store_explicit(&rs_latch.seq, s + 2, memory_order_release);
 	/* D */
-	latch_write_copy(&rs_latch.copy[(s + 2) & 1 ? 0 : 1], n);
+	latch_write_copy(&rs_latch.copy[(s + 2) & 1 ? 0 : 1], T.sorted, n, T.epoch);
 	/* after D: a reader still holding one finds seq changed (cfi.h, "Lifetime") */
 	while (T.nretired)
 		rs_cfi_table_free(T.retired[--T.nretired]);

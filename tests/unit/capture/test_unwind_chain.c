@@ -507,6 +507,44 @@ __attribute__((noinline)) static void snapshot_here(void)
 	assert_int_equal(sv.reasons, lv.reasons);
 	assert_memory_equal(snap, live, n * sizeof(snap[0]));
 
+	/*
+	 * The objects from an index of the walk's own (as for another
+	 * process): the same words; without the C library in it, its frames
+	 * are unknown text.
+	 */
+	{
+		static struct rs_latch own;
+		static struct rs_index_entry e[RS_INDEX_MAX];
+		struct rs_objtab_view v;
+		unsigned m = 0, libc = RS_INDEX_MAX;
+
+		rs_objtab_begin(&v);
+		for (unsigned i = 0; i < v.n; i++) {
+			const struct rs_index_range *r = &v.ix->r[i];
+
+			e[m] = (struct rs_index_entry){ r->start, r->end, r->bias, r->restorer,
+							(const struct rs_cfi_table *)r->cfi, (uint32_t)r->slot_flags,
+							(uint32_t)(r->slot_flags >> 32) };
+			if ((uintptr_t)&abort - e[m].start < e[m].end - e[m].start)
+				libc = m;
+			m++;
+		}
+		assert_true(rs_objtab_end(&v) && libc < m);
+		assert_int_equal(rs_objtab_index_build(&own, e, m, 1), 0);
+		w.latch = &own;
+		n = rs_unwind_walk(&w, snap, MAXW, &sv);
+		assert_int_equal(sv.reasons, lv.reasons);
+		assert_memory_equal(snap, live, n * sizeof(snap[0]));
+		for (unsigned i = 0; i < m; i++)
+			if ((uintptr_t)&abort - e[i].start < e[i].end - e[i].start)
+				libc = i;
+		e[libc] = e[--m];
+		assert_int_equal(rs_objtab_index_build(&own, e, m, 1), 0);
+		n = rs_unwind_walk(&w, snap, MAXW, &sv);
+		assert_true(sv.reasons & RELSTACK_UNRELIABLE_UNKNOWN_TEXT);
+		w.latch = NULL;
+	}
+
 	/* a return address changed in the copy only (this frame's, in its record): the snapshot walk sees it */
 	{
 		uintptr_t slot = w.fp + sizeof(uintptr_t) - base, v = 0x10, was; /* 0x10: in no object */
