@@ -32,6 +32,7 @@ struct rs_tool_opts {
 	const char *symbols[RS_ARRAY_MAX];
 	unsigned nsymbols;
 	bool lines, inlines;
+	unsigned top; /* report --top N: the N most frequent stacks (folded collection) */
 };
 
 /* Print one line "relstack: ..." and exit with status 2. */
@@ -39,5 +40,7 @@ __attribute__((noreturn, format(printf, 1, 2))) void rs_tool_input_error(const c
 
 int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o);
 int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, bool symbolize);
+/* relstack record [OPTIONS] -- PROGRAM ARGS (tools/record.c): the program's exit status. */
+int rs_tool_record(int argc, char **argv);
 
 #endif

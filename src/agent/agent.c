@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * librelstack-agent.so: a flight recorder for a program that was not
+ * built for one, loaded with LD_PRELOAD.  Settings come from environment
+ * variables (options.h), which a forked or exec'd child inherits.
+ *
+ * What it owns:
+ *   - one recorder per process, DIR/PROGRAM.PID.relstack (a .N before the
+ *     suffix when that name is taken: a file is never another process's),
+ *     opened by the constructor, closed by the destructor at exit;
+ *   - the crash handler (crash.c) on every thread, with a record of death
+ *     by the termination signals left at their default action;
+ *   - per-thread set-up by wrapping pthread_create(): the unwinder learns
+ *     the stack, the thread id is read, the alternate signal stack and the
+ *     sampler's timer are made before the thread's own code runs;
+ *   - the sampler: a timer per thread on the thread's CPU clock, so an
+ *     idle thread gets no signal; SIGPROF records the interrupted context;
+ *   - --on-signal: the thread the signal reaches records its stack and
+ *     sends the signal to every other thread (tgkill), which records its;
+ *   - fork: the child forgets the parent's recorder (its mapping is the
+ *     parent's run) and opens its own file; exec: the new image loads the
+ *     agent again from the inherited environment.
+ *
+ * Closing while another thread is inside a record would unmap under it:
+ * every record holds a writer count (rs_agent_rec_get/put, seq_cst), and
+ * the closer clears the recorder pointer (A) before it waits for the
+ * count to fall to zero (B); a writer increments (C) before it loads the
+ * pointer (D), so either D sees NULL or B sees the writer.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "relstack/relstack.h"
+#include "ring/recorder-local.h"
+#include "agent/agent-local.h"
+#include "agent/options.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static struct relstack_recorder *_Atomic agent_rec;
+static _Atomic int agent_writers;
+static int ev_sample = -1, ev_dump = -1;
+static long sample_ns;
+static int dump_signo;
+static const char *call_specs;
+static pthread_key_t thread_key;
+static __thread timer_t thread_timer __attribute__((tls_model("initial-exec")));
+static __thread int thread_has_timer __attribute__((tls_model("initial-exec")));
+static uintptr_t agent_lo, agent_hi;
+
+/* Signals whose default action ends the process without a core: their death is recorded too. */
+static const int term_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE };
+
+static void warn(const char *what, int err)
+{
+	/* one line, the program goes on unrecorded */
+	fprintf(stderr, "relstack-agent: %s: %s; not recording\n", what, relstack_strerror(err));
+}
+
+struct relstack_recorder *rs_agent_rec_get(void)
+{
+	struct relstack_recorder *rec;
+
+	atomic_fetch_add(&agent_writers, 1);   /* C */
+	rec = atomic_load(&agent_rec);          /* D */
+	if (!rec)
+		atomic_fetch_sub(&agent_writers, 1);
+	return rec;
+}
+
+void rs_agent_rec_put(void)
+{
+	atomic_fetch_sub(&agent_writers, 1);
+}
+
+static void record_context(void *uc, int event, const void *fields, size_t size)
+{
+	struct relstack_recorder *rec = rs_agent_rec_get();
+
+	if (rec) {
+		relstack_recorder__record_context(rec, uc, (unsigned)event, fields, size, 0);
+		rs_agent_rec_put();
+	}
+}
+
+/* The sampler. */
+static void sample_handler(int signo, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+
+	if (info && info->si_code == SI_TIMER)
+		record_context(uc, ev_sample, NULL, 0);
+	errno = saved;
+}
+
+static void timer_start(void)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+
+	if (!sample_ns || thread_has_timer)
+		return;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGPROF;
+	sev._sigev_un._tid = gettid(); /* sigev_notify_thread_id: not in this C library's header */
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &thread_timer) < 0)
+		return;
+	thread_has_timer = 1;
+	its.it_interval.tv_sec = its.it_value.tv_sec = sample_ns / 1000000000;
+	its.it_interval.tv_nsec = its.it_value.tv_nsec = sample_ns % 1000000000;
+	timer_settime(thread_timer, 0, &its, NULL);
+}
+
+static void timer_stop(void)
+{
+	if (thread_has_timer) {
+		timer_delete(thread_timer);
+		thread_has_timer = 0;
+	}
+}
+
+/* --on-signal: this thread's stack, then every other thread's. */
+static void dump_handler(int signo, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+	uint32_t f = (uint32_t)signo;
+	pid_t pid = getpid(), self = gettid();
+	char buf[4096];
+	int fd;
+
+	record_context(uc, ev_dump, &f, sizeof(f));
+	/* a signal this process sent to one of its threads is a forwarded one */
+	if (info && info->si_code == SI_TKILL && info->si_pid == pid) {
+		errno = saved;
+		return;
+	}
+	fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		long n;
+
+		while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+			for (long off = 0; off < n;) {
+				struct dirent64 *d = (struct dirent64 *)(buf + off);
+				long tid = strtol(d->d_name, NULL, 10);
+
+				if (tid > 0 && tid != self)
+					syscall(SYS_tgkill, pid, tid, signo);
+				off += d->d_reclen;
+			}
+		}
+		close(fd);
+	}
+	errno = saved;
+}
+
+/* A termination signal at its default action: record the death, then die of it. */
+static void term_handler(int signo, siginfo_t *info, void *uc)
+{
+	struct relstack_crash_fields f;
+	struct sigaction dfl;
+
+	memset(&f, 0, sizeof(f));
+	f.signo = signo;
+	if (info) {
+		f.code = info->si_code;
+		if (info->si_code <= 0)
+			f.pid = (uint32_t)info->si_pid;
+	}
+	record_context(uc, RELSTACK_EVENT_CRASH, &f, sizeof(f));
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(signo, &dfl, NULL);
+	raise(signo);
+}
+
+static void set_handler(int signo, void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	sigaction(signo, &sa, NULL);
+}
+
+/* Everything a thread needs before its first record: also the main thread's and a forked child's. */
+static void thread_setup(void)
+{
+	relstack_crash_handler__thread_init();
+	rs_ring_tid();
+	timer_start();
+	pthread_setspecific(thread_key, (void *)1);
+}
+
+static void thread_end(void *unused)
+{
+	timer_stop();
+}
+
+/* Claim DIR/NAME.PID[.N].relstack with O_EXCL: the recorder replaces the empty file. */
+static int claim_path(const char *dir, char *path, size_t size)
+{
+	const char *name = program_invocation_short_name;
+	pid_t pid = getpid();
+
+	if (!name || !*name || strchr(name, '/'))
+		name = "program";
+	for (unsigned n = 0; n < 1000; n++) {
+		int fd, len;
+
+		if (n)
+			len = snprintf(path, size, "%s/%s.%d.%u.relstack", dir, name, (int)pid, n);
+		else
+			len = snprintf(path, size, "%s/%s.%d.relstack", dir, name, (int)pid);
+		if (len < 0 || (size_t)len >= size)
+			return -ENAMETOOLONG;
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static int start_recording(void)
+{
+	struct relstack_recorder_opts ro = RELSTACK_RECORDER_OPTS_INIT;
+	const char *dir = getenv(RS_ENV_OUTPUT), *size = getenv(RS_ENV_SIZE);
+	struct relstack_event_field dump_field = { "signo", 0, 4, RELSTACK_FIELD_UNSIGNED };
+	struct relstack_recorder *rec;
+	char path[PATH_MAX];
+	int ret;
+
+	if (!dir || !*dir)
+		dir = RS_DEFAULT_OUTPUT;
+	if (size)
+		ro.size = strtoull(size, NULL, 0);
+	ro.objtab_capacity = 1023;
+	mkdir(dir, 0700);
+	ret = claim_path(dir, path, sizeof(path));
+	if (ret < 0) {
+		warn(dir, -ret);
+		return ret;
+	}
+	rec = relstack_recorder__open(path, &ro);
+	if (!rec) {
+		ret = -errno;
+		unlink(path);
+		warn(path, -ret);
+		return ret;
+	}
+	ev_sample = relstack_recorder__define_event(rec, "sample", NULL, 0, 0);
+	ev_dump = relstack_recorder__define_event(rec, "dump", &dump_field, 1, sizeof(uint32_t));
+	if (call_specs)
+		rs_call_define(rec);
+	relstack_recorder__install_crash_handler(rec);
+	atomic_store(&agent_rec, rec);
+	thread_setup();
+	return 0;
+}
+
+static void stop_recording(void)
+{
+	struct relstack_recorder *rec = atomic_load(&agent_rec);
+
+	if (!rec)
+		return;
+	timer_stop();
+	rs_call_counts(rec);
+	atomic_store(&agent_rec, NULL);                    /* A */
+	for (int i = 0; atomic_load(&agent_writers) && i < 100000; i++) /* B */
+		sched_yield();
+	relstack_recorder__close(rec);
+}
+
+static void atfork_child(void)
+{
+	struct relstack_recorder *old = atomic_load(&agent_rec);
+
+	/* the parent's run: neither closed nor written by the child */
+	atomic_store(&agent_rec, NULL);
+	atomic_store(&agent_writers, 0);
+	thread_has_timer = 0;
+	if (old)
+		rs_crash_handler_forget(old);
+	start_recording();
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t self = (uintptr_t)data;
+
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && self >= lo && self < lo + ph->p_memsz) {
+			agent_lo = lo;
+			agent_hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+__attribute__((constructor)) static void agent_init(void)
+{
+	const char *s;
+
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)agent_init);
+	pthread_key_create(&thread_key, thread_end);
+	s = getenv(RS_ENV_SAMPLE);
+	if (s && *s) {
+		long hz = strtol(s, NULL, 10);
+
+		if (hz > 0 && hz <= RS_SAMPLE_MAX)
+			sample_ns = 1000000000L / hz;
+	}
+	s = getenv(RS_ENV_ON_SIGNAL);
+	if (s && *s)
+		dump_signo = rs_agent_signal_parse(s);
+	call_specs = getenv(RS_ENV_CALL);
+	if (call_specs && !*call_specs)
+		call_specs = NULL;
+	if (start_recording() < 0)
+		return;
+	if (call_specs && rs_call_setup(atomic_load(&agent_rec), call_specs) == 0)
+		rs_call_patch_all();
+	if (sample_ns)
+		set_handler(SIGPROF, sample_handler);
+	if (dump_signo)
+		set_handler(dump_signo, dump_handler);
+	for (unsigned i = 0; i < sizeof(term_signals) / sizeof(term_signals[0]); i++) {
+		struct sigaction cur;
+		int t = term_signals[i];
+
+		if (t != dump_signo && sigaction(t, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_handler == SIG_DFL)
+			set_handler(t, term_handler);
+	}
+	/* after the recorder's own: the ring forgets the parent's thread id first */
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
+__attribute__((destructor)) static void agent_fini(void)
+{
+	stop_recording();
+}
+
+/* Thread creation, wrapped: the new thread is set up before its start routine runs. */
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_trampoline(void *p)
+{
+	struct thread_start ts = *(struct thread_start *)p;
+
+	free(p);
+	if (atomic_load(&agent_rec))
+		thread_setup();
+	return ts.fn(ts.arg);
+}
+
+EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	struct thread_start *ts;
+	int ret;
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "pthread_create");
+	if (!real)
+		return EAGAIN;
+	ts = malloc(sizeof(*ts));
+	if (!ts)
+		return real(t, attr, fn, arg);
+	ts->fn = fn;
+	ts->arg = arg;
+	ret = real(t, attr, thread_trampoline, ts);
+	if (ret)
+		free(ts);
+	return ret;
+}
+
+/* Bindings made by objects loaded later. */
+EXPORT void *dlopen(const char *file, int mode)
+{
+	static void *(*real)(const char *, int);
+	void *h;
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+	if (!real)
+		return NULL;
+	h = real(file, mode);
+	if (h && call_specs)
+		rs_call_patch_all();
+	return h;
+}
+
+/*
+ * The program's own handlers for the crash signals are chained to, never
+ * replaced: while the crash handler holds a signal, the program's action
+ * becomes the one it hands the signal to.  The agent's own calls (and
+ * crash.c's) go straight to the C library.
+ */
+static int from_agent(const void *ret)
+{
+	return (uintptr_t)ret >= agent_lo && (uintptr_t)ret < agent_hi;
+}
+
+static int real_sigaction(int signo, const struct sigaction *act, struct sigaction *old)
+{
+	static int (*real)(int, const struct sigaction *, struct sigaction *);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "sigaction");
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real(signo, act, old);
+}
+
+EXPORT int sigaction(int signo, const struct sigaction *act, struct sigaction *old)
+{
+	if (!from_agent(__builtin_return_address(0)) && rs_crash_handler_chain(signo, act, old))
+		return 0;
+	return real_sigaction(signo, act, old);
+}
+
+EXPORT sighandler_t signal(int signo, sighandler_t handler)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (rs_crash_handler_chain(signo, &sa, &old))
+		return old.sa_handler;
+	if (real_sigaction(signo, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
