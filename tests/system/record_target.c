@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A program built without relstack (no header, no library, frame pointers
+ * omitted as distributions build): what `relstack record` must record
+ * unchanged.  test_record.py runs it.
+ *
+ *   crash         a NULL store three calls deep
+ *   thread-crash  the same on a second thread
+ *   own-handler   installs a SIGSEGV handler, then crashes: the handler
+ *                 must still run (it prints and exits 42)
+ *   fork-crash    forks; the child crashes, the parent exits 0
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile int *volatile null_ptr;
+
+__attribute__((noinline)) static void store_null(int depth)
+{
+	if (depth == 0)
+		*null_ptr = 1;
+	else
+		store_null(depth - 1);
+	__asm__ volatile("" ::: "memory"); /* no tail call */
+}
+
+void parse_config(const char *s);
+__attribute__((noinline)) void parse_config(const char *s)
+{
+	store_null((int)strlen(s) % 3);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *thread_main(void *arg)
+{
+	parse_config(arg);
+	return NULL;
+}
+
+static void on_segv(int signo)
+{
+	static const char msg[] = "own handler ran\n";
+
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(43);
+	_exit(42);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "crash";
+
+	if (!strcmp(mode, "crash")) {
+		parse_config("abcd");
+	} else if (!strcmp(mode, "thread-crash")) {
+		pthread_t t;
+
+		pthread_create(&t, NULL, thread_main, "abcd");
+		pthread_join(t, NULL);
+	} else if (!strcmp(mode, "own-handler")) {
+		signal(SIGSEGV, on_segv);
+		parse_config("abcd");
+	} else if (!strcmp(mode, "fork-crash")) {
+		int status;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			parse_config("abcd");
+		waitpid(pid, &status, 0);
+		return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV ? 0 : 1;
+	}
+	return 0;
+}
