@@ -9,10 +9,14 @@
  *   own-handler   installs a SIGSEGV handler, then crashes: the handler
  *                 must still run (it prints and exits 42)
  *   fork-crash    forks; the child crashes, the parent exits 0
+ *   varargs       prints what snprintf(3) makes of every integer argument
+ *                 register, eight doubles (vector registers, %al) and
+ *                 stack arguments, and what strtod(3) returns in %xmm0
  */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,6 +68,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "own-handler")) {
 		signal(SIGSEGV, on_segv);
 		parse_config("abcd");
+	} else if (!strcmp(mode, "varargs")) {
+		char buf[256];
+		int n = snprintf(buf, sizeof(buf), "%d %ld %d %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %d %s",
+				 -1, 1L << 40, 3, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9, "end");
+
+		printf("%d %s %.3f\n", n, buf, strtod("2.625", NULL));
 	} else if (!strcmp(mode, "fork-crash")) {
 		int status;
 		pid_t pid = fork();

@@ -189,6 +189,17 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(counts["matched"], 5)
         self.assertEqual(counts["matched"], self.gdb_hits("write if $rdi == 2 && $rdx > 0", args))
 
+    def test_the_interposer_keeps_every_argument_register_and_the_return_value(self):
+        plain = subprocess.run([TARGET, "varargs"], capture_output=True, text=True, check=True).stdout
+        self.assertIn("-1 1099511627776 3 0.5 1.5", plain)
+        r = self.record(TARGET, "varargs", options=["--call", "snprintf if arg1 == 256", "--call", "strtod"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, plain)
+        path = self.only_file("record_target")
+        self.assertEqual(self.call_counts(path, "snprintf")["matched"], 1)
+        self.assertEqual(self.call_counts(path, "strtod")["matched"], 1)
+        self.assertEqual(names(records(path, "call")[0])[0], "main")
+
     def test_calls_with_no_filter_are_all_recorded(self):
         r = self.record("/bin/sleep", "0.01", options=["--call", "clock_nanosleep"])
         self.assertEqual(r.returncode, 0, r.stderr)
