@@ -4,8 +4,12 @@
 #define RELSTACK_AGENT_LOCAL_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "agent/callexpr.h"
+#include "agent/options.h"
 
 struct relstack_recorder;
 
@@ -15,6 +19,36 @@ struct relstack_recorder;
  */
 struct relstack_recorder *rs_agent_rec_get(void);
 void rs_agent_rec_put(void);
+
+/* One --call function: its filter, where its calls go, its counts (call.c, call-filter.c). */
+struct rs_call_fields {
+	char function[RS_CALL_NAME_MAX + 1];
+};
+
+struct rs_call_hook {
+	struct rs_call_filter f;
+	void *real;
+	int event;
+	_Atomic uint64_t matched, unmatched;
+	struct rs_call_fields fields;
+};
+
+extern struct rs_call_hook rs_call_hooks[RS_CALLS_MAX];
+
+/* A thread's counts of unmatched calls, listed while the thread lives (call.c). */
+struct rs_call_counts {
+	uint64_t unmatched[RS_CALLS_MAX];
+	struct rs_call_counts *next;
+	int listed;
+};
+extern __thread struct rs_call_counts rs_call_tls __attribute__((tls_model("initial-exec")));
+/* List the calling thread's counts; at its end, add them to the totals and unlist them. */
+void rs_call_thread_start(void);
+void rs_call_thread_end(void);
+/* In a forked child: only the calling thread is left, and counting starts again. */
+void rs_call_fork_child(void);
+/* Set while the thread records a call: calls made meanwhile are not the program's. */
+extern __thread int rs_call_busy __attribute__((tls_model("initial-exec")));
 
 /* Compile the RELSTACK_CALL specifications and define their events.  0 or -errno. */
 int rs_call_setup(struct relstack_recorder *rec, const char *specs);

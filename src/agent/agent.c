@@ -47,6 +47,7 @@
 
 #include "relstack/relstack.h"
 #include "ring/recorder-local.h"
+#include "ring/ring.h"
 #include "agent/agent-local.h"
 #include "agent/options.h"
 
@@ -200,18 +201,29 @@ static void set_handler(int signo, void (*fn)(int, siginfo_t *, void *))
 	sigaction(signo, &sa, NULL);
 }
 
-/* Everything a thread needs before its first record: also the main thread's and a forked child's. */
+/*
+ * Everything a new thread needs before its first record; the thread that
+ * opens the recorder has its stacks and thread id from the crash handler's
+ * installation.
+ */
+static void thread_timer_setup(void)
+{
+	timer_start();
+	rs_call_thread_start();
+	pthread_setspecific(thread_key, (void *)1);
+}
+
 static void thread_setup(void)
 {
 	relstack_crash_handler__thread_init();
 	rs_ring_tid();
-	timer_start();
-	pthread_setspecific(thread_key, (void *)1);
+	thread_timer_setup();
 }
 
 static void thread_end(void *unused)
 {
 	timer_stop();
+	rs_call_thread_end();
 }
 
 /* Claim DIR/NAME.PID[.N].relstack with O_EXCL: the recorder replaces the empty file. */
@@ -255,7 +267,6 @@ static int start_recording(void)
 		dir = RS_DEFAULT_OUTPUT;
 	if (size)
 		ro.size = strtoull(size, NULL, 0);
-	ro.objtab_capacity = 1023;
 	mkdir(dir, 0700);
 	ret = claim_path(dir, path, sizeof(path));
 	if (ret < 0) {
@@ -275,7 +286,7 @@ static int start_recording(void)
 		rs_call_define(rec);
 	relstack_recorder__install_crash_handler(rec);
 	atomic_store(&agent_rec, rec);
-	thread_setup();
+	thread_timer_setup();
 	return 0;
 }
 
@@ -303,6 +314,7 @@ static void atfork_child(void)
 	thread_has_timer = 0;
 	if (old)
 		rs_crash_handler_forget(old);
+	rs_call_fork_child();
 	start_recording();
 }
 
@@ -328,6 +340,13 @@ __attribute__((constructor)) static void agent_init(void)
 	const char *s;
 
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)agent_init);
+	/*
+	 * Records carry CLOCK_MONOTONIC, not the time stamp counter: measuring
+	 * its rate spins at the first open of every process, and a preloaded
+	 * agent opens in every process a shell pipeline starts (bench/record.py
+	 * prints the start-up cost).
+	 */
+	rs_clock_no_tsc = true;
 	pthread_key_create(&thread_key, thread_end);
 	s = getenv(RS_ENV_SAMPLE);
 	if (s && *s) {
@@ -344,8 +363,10 @@ __attribute__((constructor)) static void agent_init(void)
 		call_specs = NULL;
 	if (start_recording() < 0)
 		return;
-	if (call_specs && rs_call_setup(atomic_load(&agent_rec), call_specs) == 0)
+	if (call_specs && rs_call_setup(atomic_load(&agent_rec), call_specs) == 0) {
+		rs_call_thread_start();
 		rs_call_patch_all();
+	}
 	if (sample_ns)
 		set_handler(SIGPROF, sample_handler);
 	if (dump_signo)

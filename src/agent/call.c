@@ -12,8 +12,8 @@
  * is made writable for the store only.  The agent and ld.so are not
  * patched: their calls are not the program's.
  *
- * rs_call_hit() counts a call that does not match, with one relaxed
- * atomic add; a matching one is counted and recorded as a "call" event
+ * rs_call_filter() (call-filter.c) counts a call that does not match;
+ * rs_call_hit() counts a matching one and records it as a "call" event
  * whose stack starts at FUNCTION's caller (the agent's two frames are
  * skipped, still checked by the unwinder's verdict).  The counts are
  * recorded as "call_counts" events when the run ends.
@@ -38,46 +38,68 @@
 
 #define RS_STUB_SIZE 16
 
-struct call_fields {
-	char function[RS_CALL_NAME_MAX + 1];
-};
-
 struct count_fields {
 	char function[RS_CALL_NAME_MAX + 1];
 	uint64_t matched;
 	uint64_t unmatched;
 };
 
-struct hook {
-	struct rs_call_filter f;
-	void *real;
-	int event;
-	_Atomic uint64_t matched, unmatched;
-	struct call_fields fields;
-};
-
 extern char rs_call_stubs[];
 void *rs_call_hit(unsigned k, const uint64_t *regs);
 
-static struct hook hooks[RS_CALLS_MAX];
+struct rs_call_hook rs_call_hooks[RS_CALLS_MAX];
 static unsigned nhooks;
 static int ev_counts = -1;
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread int in_hook __attribute__((tls_model("initial-exec")));
+static pthread_mutex_t counts_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rs_call_counts *counts_list;
 
+void rs_call_thread_start(void)
+{
+	if (!nhooks || rs_call_tls.listed)
+		return;
+	pthread_mutex_lock(&counts_lock);
+	rs_call_tls.next = counts_list;
+	counts_list = &rs_call_tls;
+	rs_call_tls.listed = 1;
+	pthread_mutex_unlock(&counts_lock);
+}
+
+void rs_call_thread_end(void)
+{
+	if (!rs_call_tls.listed)
+		return;
+	pthread_mutex_lock(&counts_lock);
+	for (struct rs_call_counts **p = &counts_list; *p; p = &(*p)->next) {
+		if (*p == &rs_call_tls) {
+			*p = rs_call_tls.next;
+			break;
+		}
+	}
+	rs_call_tls.listed = 0;
+	for (unsigned k = 0; k < nhooks; k++)
+		atomic_fetch_add(&rs_call_hooks[k].unmatched, rs_call_tls.unmatched[k]);
+	memset(rs_call_tls.unmatched, 0, sizeof(rs_call_tls.unmatched));
+	pthread_mutex_unlock(&counts_lock);
+}
+
+void rs_call_fork_child(void)
+{
+	pthread_mutex_init(&counts_lock, NULL);
+	counts_list = NULL;
+	rs_call_tls.listed = 0;
+	memset(rs_call_tls.unmatched, 0, sizeof(rs_call_tls.unmatched));
+	rs_call_thread_start();
+}
+
+/* The matched call: counted and recorded (rs_call_filter() has sent the others on). */
 void *rs_call_hit(unsigned k, const uint64_t *regs)
 {
-	struct hook *h = &hooks[k];
+	struct rs_call_hook *h = &rs_call_hooks[k];
 	struct relstack_recorder *rec;
 
-	if (in_hook)
-		return h->real;
-	if (!rs_call_match(&h->f, regs)) {
-		atomic_fetch_add_explicit(&h->unmatched, 1, memory_order_relaxed);
-		return h->real;
-	}
 	atomic_fetch_add_explicit(&h->matched, 1, memory_order_relaxed);
-	in_hook = 1;
+	rs_call_busy = 1;
 	rec = rs_agent_rec_get();
 	if (rec) {
 		uint64_t words[RELSTACK_WORDS_MAX];
@@ -89,7 +111,7 @@ void *rs_call_hit(unsigned k, const uint64_t *regs)
 						 sizeof(h->fields), 0);
 		rs_agent_rec_put();
 	}
-	in_hook = 0;
+	rs_call_busy = 0;
 	return h->real;
 }
 
@@ -103,16 +125,16 @@ int rs_call_define(struct relstack_recorder *rec)
 		{ "matched", offsetof(struct count_fields, matched), 8, RELSTACK_FIELD_UNSIGNED },
 		{ "unmatched", offsetof(struct count_fields, unmatched), 8, RELSTACK_FIELD_UNSIGNED },
 	};
-	int ev = relstack_recorder__define_event(rec, "call", call_f, 1, sizeof(struct call_fields));
+	int ev = relstack_recorder__define_event(rec, "call", call_f, 1, sizeof(struct rs_call_fields));
 
 	if (ev < 0)
 		return ev;
 	for (unsigned i = 0; i < nhooks; i++)
-		hooks[i].event = ev;
+		rs_call_hooks[i].event = ev;
 	ev_counts = relstack_recorder__define_event(rec, "call_counts", count_f, 3, sizeof(struct count_fields));
 	for (unsigned i = 0; i < nhooks; i++) {
-		atomic_store(&hooks[i].matched, 0);
-		atomic_store(&hooks[i].unmatched, 0);
+		atomic_store(&rs_call_hooks[i].matched, 0);
+		atomic_store(&rs_call_hooks[i].unmatched, 0);
 	}
 	return ev_counts < 0 ? ev_counts : 0;
 }
@@ -124,7 +146,7 @@ int rs_call_setup(struct relstack_recorder *rec, const char *specs)
 	while (*p && nhooks < RS_CALLS_MAX) {
 		size_t len = strcspn(p, "\n");
 		char spec[512], err[128];
-		struct hook *h = &hooks[nhooks];
+		struct rs_call_hook *h = &rs_call_hooks[nhooks];
 		int col;
 
 		if (len && len < sizeof(spec)) {
@@ -153,9 +175,13 @@ void rs_call_counts(struct relstack_recorder *rec)
 		struct count_fields c;
 
 		memset(&c, 0, sizeof(c));
-		memcpy(c.function, hooks[i].fields.function, sizeof(c.function));
-		c.matched = atomic_load(&hooks[i].matched);
-		c.unmatched = atomic_load(&hooks[i].unmatched);
+		memcpy(c.function, rs_call_hooks[i].fields.function, sizeof(c.function));
+		c.matched = atomic_load(&rs_call_hooks[i].matched);
+		c.unmatched = atomic_load(&rs_call_hooks[i].unmatched);
+		pthread_mutex_lock(&counts_lock);
+		for (struct rs_call_counts *t = counts_list; t; t = t->next)
+			c.unmatched += __atomic_load_n(&t->unmatched[i], __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&counts_lock);
 		relstack_recorder__record(rec, (unsigned)ev_counts, &c, sizeof(c), RELSTACK_RECORD_NO_STACK);
 	}
 }
@@ -239,22 +265,22 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data)
 			void **slot = (void **)(base + r->r_offset);
 			void *stub = rs_call_stubs + k * RS_STUB_SIZE;
 
-			if (strcmp(name, hooks[k].f.function) || *slot == stub)
+			if (strcmp(name, rs_call_hooks[k].f.function) || *slot == stub)
 				continue;
 			/*
 			 * A slot bound already (BIND_NOW) holds the function itself; one that
 			 * points into its own object has not been bound yet (lazy binding).
 			 */
-			if (!hooks[k].real && ((uintptr_t)*slot < lo || (uintptr_t)*slot >= hi))
-				hooks[k].real = *slot;
+			if (!rs_call_hooks[k].real && ((uintptr_t)*slot < lo || (uintptr_t)*slot >= hi))
+				rs_call_hooks[k].real = *slot;
 			/*
 			 * Otherwise the definition after the agent.  Not RTLD_DEFAULT: an
 			 * executable that takes a function's address defines it as its own
 			 * PLT entry, which jumps through the slot to the stub.
 			 */
-			if (!hooks[k].real)
-				hooks[k].real = dlsym(RTLD_NEXT, hooks[k].f.function);
-			if (!hooks[k].real)
+			if (!rs_call_hooks[k].real)
+				rs_call_hooks[k].real = dlsym(RTLD_NEXT, rs_call_hooks[k].f.function);
+			if (!rs_call_hooks[k].real)
 				continue;
 			patch_slot(slot, stub, relro_lo, relro_hi);
 		}

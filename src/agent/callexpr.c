@@ -210,6 +210,20 @@ int rs_call_parse(const char *spec, struct rs_call_filter *f, char *err, size_t 
 	return ps.col ? -ps.col : 0;
 }
 
+static int64_t eval(const struct rs_call_filter *f, int i, const uint64_t args[6]);
+
+/* A constant or an argument without a call: most filters compare one with the other. */
+static inline int64_t operand(const struct rs_call_filter *f, int i, const uint64_t args[6])
+{
+	const struct rs_call_node *n = &f->nodes[i];
+
+	if (n->op == RS_CALL_ARG)
+		return (int64_t)args[n->value];
+	if (n->op == RS_CALL_CONST)
+		return n->value;
+	return eval(f, i, args);
+}
+
 static int64_t eval(const struct rs_call_filter *f, int i, const uint64_t args[6])
 {
 	const struct rs_call_node *n = &f->nodes[i];
@@ -220,23 +234,23 @@ static int64_t eval(const struct rs_call_filter *f, int i, const uint64_t args[6
 	case RS_CALL_ARG:
 		return (int64_t)args[n->value];
 	case RS_CALL_AND_BITS:
-		return eval(f, n->left, args) & eval(f, n->right, args);
+		return operand(f, n->left, args) & operand(f, n->right, args);
 	case RS_CALL_EQ:
-		return eval(f, n->left, args) == eval(f, n->right, args);
+		return operand(f, n->left, args) == operand(f, n->right, args);
 	case RS_CALL_NE:
-		return eval(f, n->left, args) != eval(f, n->right, args);
+		return operand(f, n->left, args) != operand(f, n->right, args);
 	case RS_CALL_LT:
-		return eval(f, n->left, args) < eval(f, n->right, args);
+		return operand(f, n->left, args) < operand(f, n->right, args);
 	case RS_CALL_LE:
-		return eval(f, n->left, args) <= eval(f, n->right, args);
+		return operand(f, n->left, args) <= operand(f, n->right, args);
 	case RS_CALL_GT:
-		return eval(f, n->left, args) > eval(f, n->right, args);
+		return operand(f, n->left, args) > operand(f, n->right, args);
 	case RS_CALL_GE:
-		return eval(f, n->left, args) >= eval(f, n->right, args);
+		return operand(f, n->left, args) >= operand(f, n->right, args);
 	case RS_CALL_LAND:
-		return eval(f, n->left, args) && eval(f, n->right, args);
+		return operand(f, n->left, args) && operand(f, n->right, args);
 	case RS_CALL_LOR:
-		return eval(f, n->left, args) || eval(f, n->right, args);
+		return operand(f, n->left, args) || operand(f, n->right, args);
 	}
 	return 0;
 }

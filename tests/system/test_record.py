@@ -200,6 +200,23 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(self.call_counts(path, "strtod")["matched"], 1)
         self.assertEqual(names(records(path, "call")[0])[0], "main")
 
+    def test_unmatched_calls_of_every_thread_are_counted_and_equal_gdbs_count(self):
+        script = ("import os, threading\n"
+                  "fd = os.open('/dev/null', os.O_WRONLY)\n"
+                  "def w():\n"
+                  "    for i in range(300): os.write(fd, b'x')\n"
+                  "ts = [threading.Thread(target=w) for _ in range(4)]\n"
+                  "[t.start() for t in ts]\n"
+                  "[t.join() for t in ts]\n"
+                  "w()\n")
+        args = [PYTHON, "-c", script]
+        r = self.record(*args, options=["--call", "write if arg0 == 2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        counts = self.call_counts(self.only_file("python3"), "write")
+        self.assertEqual(counts["matched"], 0)
+        self.assertGreaterEqual(counts["unmatched"], 1500)
+        self.assertEqual(counts["unmatched"], self.gdb_hits("__libc_write if $rdi != 2", args))
+
     def test_calls_with_no_filter_are_all_recorded(self):
         r = self.record("/bin/sleep", "0.01", options=["--call", "clock_nanosleep"])
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -3,10 +3,12 @@
  * The --call interposer's entry points, one per called function: a
  * binding (GOT slot) of the function points at stub K, 16 bytes apart
  * from rs_call_stubs.  Stub K puts K in %r11 (scratch at a call, never an
- * argument) and jumps to rs_call_common, which saves every argument
- * register (integer, vector, %rax for variadic calls, %r10), calls
- * rs_call_hit(K, saved) - which returns the function's address - puts
- * them back and jumps to the function with the caller's stack as it was:
+ * argument) and jumps to rs_call_common, which saves the integer argument
+ * registers (and %rax, the vector count of a variadic call, and %r10),
+ * calls rs_call_filter(K, saved) - built not to touch vector registers -
+ * and, for a call to record, saves %xmm0-7 too around rs_call_hit(K,
+ * saved).  Both return the function's address; the stub puts every
+ * register back and jumps to the function with the caller's stack as it was:
  * the function returns straight to the caller, its return value untouched,
  * with no prototype needed.
  * rs_call_common keeps a frame record (and says so in its CFI), so a
@@ -39,7 +41,7 @@ rs_call_common:
 	.cfi_offset %rbp, -16
 	movq	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
-	subq	$192, %rsp
+	subq	$80, %rsp
 	movq	%rdi, 0(%rsp)
 	movq	%rsi, 8(%rsp)
 	movq	%rdx, 16(%rsp)
@@ -48,17 +50,35 @@ rs_call_common:
 	movq	%r9, 40(%rsp)
 	movq	%rax, 48(%rsp)
 	movq	%r10, 56(%rsp)
-	movdqa	%xmm0, 64(%rsp)
-	movdqa	%xmm1, 80(%rsp)
-	movdqa	%xmm2, 96(%rsp)
-	movdqa	%xmm3, 112(%rsp)
-	movdqa	%xmm4, 128(%rsp)
-	movdqa	%xmm5, 144(%rsp)
-	movdqa	%xmm6, 160(%rsp)
-	movdqa	%xmm7, 176(%rsp)
+	movl	%r11d, 64(%rsp)
 	movl	%r11d, %edi
 	movq	%rsp, %rsi
+	call	rs_call_filter
+	testq	%rax, %rax
+	jnz	1f
+	/* a call to record: the vector registers too, around C code that may use them */
+	subq	$128, %rsp
+	movdqa	%xmm0, 0(%rsp)
+	movdqa	%xmm1, 16(%rsp)
+	movdqa	%xmm2, 32(%rsp)
+	movdqa	%xmm3, 48(%rsp)
+	movdqa	%xmm4, 64(%rsp)
+	movdqa	%xmm5, 80(%rsp)
+	movdqa	%xmm6, 96(%rsp)
+	movdqa	%xmm7, 112(%rsp)
+	movl	192(%rsp), %edi
+	leaq	128(%rsp), %rsi
 	call	rs_call_hit
+	movdqa	0(%rsp), %xmm0
+	movdqa	16(%rsp), %xmm1
+	movdqa	32(%rsp), %xmm2
+	movdqa	48(%rsp), %xmm3
+	movdqa	64(%rsp), %xmm4
+	movdqa	80(%rsp), %xmm5
+	movdqa	96(%rsp), %xmm6
+	movdqa	112(%rsp), %xmm7
+	addq	$128, %rsp
+1:
 	movq	%rax, %r11
 	movq	0(%rsp), %rdi
 	movq	8(%rsp), %rsi
@@ -68,14 +88,6 @@ rs_call_common:
 	movq	40(%rsp), %r9
 	movq	48(%rsp), %rax
 	movq	56(%rsp), %r10
-	movdqa	64(%rsp), %xmm0
-	movdqa	80(%rsp), %xmm1
-	movdqa	96(%rsp), %xmm2
-	movdqa	112(%rsp), %xmm3
-	movdqa	128(%rsp), %xmm4
-	movdqa	144(%rsp), %xmm5
-	movdqa	160(%rsp), %xmm6
-	movdqa	176(%rsp), %xmm7
 	leave
 	.cfi_def_cfa %rsp, 8
 	jmp	*%r11
