@@ -425,7 +425,13 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
 	return ret;
 }
 
-/* Bindings made by objects loaded later. */
+/* Whether a wrapped function was called by the agent itself. */
+static int from_agent(const void *ret)
+{
+	return (uintptr_t)ret >= agent_lo && (uintptr_t)ret < agent_hi;
+}
+
+/* Objects loaded later: into the object table, and their bindings of --call functions. */
 EXPORT void *dlopen(const char *file, int mode)
 {
 	static void *(*real)(const char *, int);
@@ -436,8 +442,13 @@ EXPORT void *dlopen(const char *file, int mode)
 	if (!real)
 		return NULL;
 	h = real(file, mode);
-	if (h && call_specs)
-		rs_call_patch_all();
+	/* the object table's own dlopen calls (pinning objects) come from inside the agent */
+	if (h && !from_agent(__builtin_return_address(0))) {
+		/* the object table learns the object now, not in a record (signal handlers cannot rescan) */
+		relstack_objtab__refresh();
+		if (call_specs)
+			rs_call_patch_all();
+	}
 	return h;
 }
 
@@ -447,10 +458,6 @@ EXPORT void *dlopen(const char *file, int mode)
  * becomes the one it hands the signal to.  The agent's own calls (and
  * crash.c's) go straight to the C library.
  */
-static int from_agent(const void *ret)
-{
-	return (uintptr_t)ret >= agent_lo && (uintptr_t)ret < agent_hi;
-}
 
 static int real_sigaction(int signo, const struct sigaction *act, struct sigaction *old)
 {
