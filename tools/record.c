@@ -176,16 +176,21 @@ static void set_env(const char *name, const char *value)
 		fail(EXIT_INPUT, "environment: %s", strerror(errno));
 }
 
-/* Print the buffer files of process @pid: DIR/NAME.PID.relstack or DIR/NAME.PID.N.relstack. */
-static unsigned print_files(const char *dir, pid_t pid, time_t since)
+/*
+ * Print where process @pid's file is: DIR/NAME.PID.relstack or
+ * DIR/NAME.PID.N.relstack, the newest one where exec made several (the
+ * program the process ended as), and how many other files the run left.
+ */
+static bool print_files(const char *dir, pid_t pid, time_t since)
 {
-	char tag[32];
-	unsigned others = 0, mine = 0;
+	char tag[32], best[PATH_MAX + 256] = "";
+	struct timespec best_t = { 0, 0 };
+	unsigned others = 0;
 	struct dirent *d;
 	DIR *dp = opendir(dir);
 
 	if (!dp)
-		return 0;
+		return false;
 	snprintf(tag, sizeof(tag), ".%d.", (int)pid);
 	while ((d = readdir(dp))) {
 		size_t len = strlen(d->d_name);
@@ -196,18 +201,24 @@ static unsigned print_files(const char *dir, pid_t pid, time_t since)
 		if (len < 9 || strcmp(d->d_name + len - 9, ".relstack"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		if (t && strspn(t + strlen(tag), "0123456789.") == strlen(t + strlen(tag)) - 8) {
-			fprintf(stderr, "relstack: recorded in %s\nrelstack: read it with: relstack report %s\n", path, path);
-			mine++;
-		} else if (stat(path, &st) == 0 && st.st_mtime >= since) {
-			others++;
+		if (stat(path, &st) < 0 || st.st_mtime < since)
+			continue;
+		others++;
+		if (t && strspn(t + strlen(tag), "0123456789.") == strlen(t + strlen(tag)) - 8 &&
+		    (st.st_mtim.tv_sec > best_t.tv_sec ||
+		     (st.st_mtim.tv_sec == best_t.tv_sec && st.st_mtim.tv_nsec >= best_t.tv_nsec))) {
+			best_t = st.st_mtim;
+			memcpy(best, path, sizeof(best));
 		}
 	}
 	closedir(dp);
-	if (others)
-		fprintf(stderr, "relstack: and %u file%s of the processes it started, in %s\n", others,
-			others > 1 ? "s" : "", dir);
-	return mine;
+	if (!best[0])
+		return false;
+	fprintf(stderr, "relstack: recorded in %s\nrelstack: read it with: relstack report %s\n", best, best);
+	if (others > 1)
+		fprintf(stderr, "relstack: and %u more file%s of the processes it forked or exec'd, in %s\n",
+			others - 1, others > 2 ? "s" : "", dir);
+	return true;
 }
 
 static pid_t child_pid;
