@@ -24,6 +24,8 @@ import unittest
 RELSTACK, TARGET, GDB = sys.argv[1:4]
 PERF = sys.argv[4] if len(sys.argv) > 4 else ""
 del sys.argv[1:5 if PERF else 4]
+# the tests run programs in directories of their own
+RELSTACK, TARGET = os.path.abspath(RELSTACK), os.path.abspath(TARGET)
 
 PYTHON = "/usr/bin/python3"
 # A few allocations above the filter's size among python's many small ones.
