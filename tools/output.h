@@ -3,6 +3,7 @@
 #ifndef RELSTACK_TOOL_OUTPUT_H
 #define RELSTACK_TOOL_OUTPUT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -35,6 +36,9 @@ struct rs_tool_opts {
 	unsigned top; /* report --top N: the N most frequent stacks (folded collection) */
 };
 
+/* Print one line "relstack: ..." (and "Try 'HINT --help'." unless @hint is NULL), exit with @status. */
+__attribute__((noreturn, format(printf, 3, 0))) void rs_tool_verror(int status, const char *hint, const char *fmt,
+								    va_list ap);
 /* Print one line "relstack: ..." and exit with status 2. */
 __attribute__((noreturn, format(printf, 1, 2))) void rs_tool_input_error(const char *fmt, ...);
 

@@ -56,14 +56,9 @@ static __attribute__((noreturn, format(printf, 2, 3))) void fail(int status, con
 {
 	va_list ap;
 
-	fprintf(stderr, "relstack: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rs_tool_verror(status, status == EXIT_USAGE ? "relstack record" : NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	if (status == EXIT_USAGE)
-		fprintf(stderr, "Try 'relstack record --help'.\n");
-	exit(status);
 }
 
 /* The agent: RELSTACK_AGENT, else beside the command in the build tree, else the installed one. */

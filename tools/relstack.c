@@ -46,16 +46,23 @@ static void usage_error(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
+void rs_tool_verror(int status, const char *hint, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "relstack: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	if (hint)
+		fprintf(stderr, "Try '%s --help'.\n", hint);
+	exit(status);
+}
+
 void rs_tool_input_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "relstack: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rs_tool_verror(EXIT_INPUT, NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_INPUT);
 }
 
 static const char main_usage[] =

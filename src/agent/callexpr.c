@@ -196,7 +196,7 @@ int rs_call_parse(const char *spec, struct rs_call_filter *f, char *err, size_t 
 	skip_space(&ps);
 	if (!*ps.p)
 		return 0;
-	if (strncmp(ps.p, "if", 2) || (ps.p[2] != ' ' && ps.p[2] != '\t' && ps.p[2] != '(')) {
+	if (strncmp(ps.p, "if", 2) || (ps.p[2] && ps.p[2] != ' ' && ps.p[2] != '\t' && ps.p[2] != '(')) {
 		fail(&ps, "expected 'if EXPR' or the end after the function name");
 		return -ps.col;
 	}

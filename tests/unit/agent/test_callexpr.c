@@ -71,6 +71,7 @@ static void a_bad_expression_names_the_column_where_it_goes_wrong(void **state)
 	expect_error("f if arg0 == 1 arg1", 16, "expected && ||");
 	expect_error("f if arg0 == 99999999999999999999", 14, "not a 64-bit number");
 	expect_error("", 1, "expected a function name");
+	expect_error("malloc if", 10, "expected arg0..arg5");
 }
 
 int main(void)

@@ -14,6 +14,28 @@
  * rs_call_common keeps a frame record (and says so in its CFI), so a
  * stack captured in rs_call_hit walks through it to the caller.
  */
+/* The integer argument registers, %rax and %r10, at 0..56(%rsp): the array rs_call_*() read. */
+	.macro	SAVE_GPRS
+	movq	%rdi, 0(%rsp)
+	movq	%rsi, 8(%rsp)
+	movq	%rdx, 16(%rsp)
+	movq	%rcx, 24(%rsp)
+	movq	%r8, 32(%rsp)
+	movq	%r9, 40(%rsp)
+	movq	%rax, 48(%rsp)
+	movq	%r10, 56(%rsp)
+	.endm
+	.macro	RESTORE_GPRS
+	movq	0(%rsp), %rdi
+	movq	8(%rsp), %rsi
+	movq	16(%rsp), %rdx
+	movq	24(%rsp), %rcx
+	movq	32(%rsp), %r8
+	movq	40(%rsp), %r9
+	movq	48(%rsp), %rax
+	movq	56(%rsp), %r10
+	.endm
+
 	.text
 	.globl	rs_call_stubs
 	.hidden	rs_call_stubs
@@ -42,14 +64,7 @@ rs_call_common:
 	movq	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
 	subq	$80, %rsp
-	movq	%rdi, 0(%rsp)
-	movq	%rsi, 8(%rsp)
-	movq	%rdx, 16(%rsp)
-	movq	%rcx, 24(%rsp)
-	movq	%r8, 32(%rsp)
-	movq	%r9, 40(%rsp)
-	movq	%rax, 48(%rsp)
-	movq	%r10, 56(%rsp)
+	SAVE_GPRS
 	movl	%r11d, 64(%rsp)
 	movl	%r11d, %edi
 	movq	%rsp, %rsi
@@ -58,36 +73,19 @@ rs_call_common:
 	jnz	1f
 	/* a call to record: the vector registers too, around C code that may use them */
 	subq	$128, %rsp
-	movdqa	%xmm0, 0(%rsp)
-	movdqa	%xmm1, 16(%rsp)
-	movdqa	%xmm2, 32(%rsp)
-	movdqa	%xmm3, 48(%rsp)
-	movdqa	%xmm4, 64(%rsp)
-	movdqa	%xmm5, 80(%rsp)
-	movdqa	%xmm6, 96(%rsp)
-	movdqa	%xmm7, 112(%rsp)
+	.irp	i, 0, 1, 2, 3, 4, 5, 6, 7
+	movdqa	%xmm\i, \i*16(%rsp)
+	.endr
 	movl	192(%rsp), %edi
 	leaq	128(%rsp), %rsi
 	call	rs_call_hit
-	movdqa	0(%rsp), %xmm0
-	movdqa	16(%rsp), %xmm1
-	movdqa	32(%rsp), %xmm2
-	movdqa	48(%rsp), %xmm3
-	movdqa	64(%rsp), %xmm4
-	movdqa	80(%rsp), %xmm5
-	movdqa	96(%rsp), %xmm6
-	movdqa	112(%rsp), %xmm7
+	.irp	i, 0, 1, 2, 3, 4, 5, 6, 7
+	movdqa	\i*16(%rsp), %xmm\i
+	.endr
 	addq	$128, %rsp
 1:
 	movq	%rax, %r11
-	movq	0(%rsp), %rdi
-	movq	8(%rsp), %rsi
-	movq	16(%rsp), %rdx
-	movq	24(%rsp), %rcx
-	movq	32(%rsp), %r8
-	movq	40(%rsp), %r9
-	movq	48(%rsp), %rax
-	movq	56(%rsp), %r10
+	RESTORE_GPRS
 	leave
 	.cfi_def_cfa %rsp, 8
 	jmp	*%r11
