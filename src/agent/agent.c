@@ -13,7 +13,7 @@
  *   - per-thread set-up by wrapping pthread_create(): the unwinder learns
  *     the stack, the thread id is read, the alternate signal stack and the
  *     sampler's timer are made before the thread's own code runs;
- *   - the sampler: a timer per thread on the thread's CPU clock, so an
+ *   - the sampler: an event per thread on the thread's CPU clock, so an
  *     idle thread gets no signal; SIGPROF records the interrupted context;
  *   - --on-signal: the thread the signal reaches records its stack and
  *     sends the signal to every other thread (tgkill), which records its;
@@ -37,9 +37,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -62,7 +64,10 @@ static const char *call_specs;
 static pthread_key_t thread_key;
 static __thread timer_t thread_timer __attribute__((tls_model("initial-exec")));
 static __thread int thread_has_timer __attribute__((tls_model("initial-exec")));
+static __thread int thread_perf_fd __attribute__((tls_model("initial-exec"))) = -1;
 static uintptr_t agent_lo, agent_hi;
+
+#define RS_PERF_FD_MIN 512
 
 /* Signals whose default action ends the process without a core: their death is recorded too. */
 static const int term_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE };
@@ -99,14 +104,56 @@ static void record_context(void *uc, int event, const void *fields, size_t size)
 	}
 }
 
-/* The sampler. */
+/*
+ * The sampler.  Each thread gets a software perf event on its own task
+ * clock (CPU time, counted at nanosecond precision by hrtimers) that
+ * signals the thread with SIGPROF at every period; where perf events are
+ * not allowed (perf_event_paranoid), a POSIX timer on the thread's CPU
+ * clock, which the kernel only checks at its tick (CONFIG_HZ caps its
+ * rate).  Either way an idle thread's clock stands still: no signal.
+ */
 static void sample_handler(int signo, siginfo_t *info, void *uc)
 {
 	int saved = errno;
 
-	if (info && info->si_code == SI_TIMER)
+	if (info && (info->si_code == SI_TIMER || (info->si_code == POLL_IN && info->si_fd == thread_perf_fd)))
 		record_context(uc, ev_sample, NULL, 0);
 	errno = saved;
+}
+
+static int perf_start(void)
+{
+	struct perf_event_attr attr;
+	struct f_owner_ex owner = { F_OWNER_TID, gettid() };
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_TASK_CLOCK;
+	attr.sample_period = (uint64_t)sample_ns;
+	attr.wakeup_events = 1;
+	attr.exclude_kernel = 1;
+	attr.exclude_hv = 1;
+	fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* out of the way of the program's own descriptors, which it may number itself */
+	if (fd < RS_PERF_FD_MIN) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, RS_PERF_FD_MIN);
+
+		close(fd);
+		if (high < 0)
+			return -1;
+		fd = high;
+	}
+	if (fcntl(fd, F_SETOWN_EX, &owner) < 0 || fcntl(fd, F_SETSIG, SIGPROF) < 0 ||
+	    fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) < 0) {
+		close(fd);
+		return -1;
+	}
+	thread_perf_fd = fd;
+	return 0;
 }
 
 static void timer_start(void)
@@ -114,7 +161,9 @@ static void timer_start(void)
 	struct sigevent sev;
 	struct itimerspec its;
 
-	if (!sample_ns || thread_has_timer)
+	if (!sample_ns || thread_has_timer || thread_perf_fd >= 0)
+		return;
+	if (perf_start() == 0)
 		return;
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
@@ -128,8 +177,29 @@ static void timer_start(void)
 	timer_settime(thread_timer, 0, &its, NULL);
 }
 
+/* Whether @fd is still the perf event this thread opened, not one the program reused after closing it. */
+static bool perf_fd_ours(int fd)
+{
+	struct f_owner_ex owner;
+	char link[64], path[32];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = 0;
+	return !strcmp(link, "anon_inode:[perf_event]") && fcntl(fd, F_GETOWN_EX, &owner) == 0 &&
+	       owner.type == F_OWNER_TID && owner.pid == gettid();
+}
+
 static void timer_stop(void)
 {
+	if (thread_perf_fd >= 0) {
+		if (perf_fd_ours(thread_perf_fd))
+			close(thread_perf_fd);
+		thread_perf_fd = -1;
+	}
 	if (thread_has_timer) {
 		timer_delete(thread_timer);
 		thread_has_timer = 0;
@@ -312,6 +382,10 @@ static void atfork_child(void)
 	atomic_store(&agent_rec, NULL);
 	atomic_store(&agent_writers, 0);
 	thread_has_timer = 0;
+	/* the parent thread's event: the child's thread gets its own */
+	if (thread_perf_fd >= 0)
+		close(thread_perf_fd);
+	thread_perf_fd = -1;
 	if (old)
 		rs_crash_handler_forget(old);
 	rs_call_fork_child();

@@ -224,38 +224,52 @@ static inline int64_t operand(const struct rs_call_filter *f, int i, const uint6
 	return eval(f, i, args);
 }
 
+static inline int64_t compare(enum rs_call_op op, int64_t a, int64_t b)
+{
+	switch (op) {
+	case RS_CALL_EQ:
+		return a == b;
+	case RS_CALL_NE:
+		return a != b;
+	case RS_CALL_LT:
+		return a < b;
+	case RS_CALL_LE:
+		return a <= b;
+	case RS_CALL_GT:
+		return a > b;
+	case RS_CALL_GE:
+		return a >= b;
+	default:
+		return a & b;
+	}
+}
+
 static int64_t eval(const struct rs_call_filter *f, int i, const uint64_t args[6])
 {
 	const struct rs_call_node *n = &f->nodes[i];
 
 	switch (n->op) {
 	case RS_CALL_CONST:
-		return n->value;
 	case RS_CALL_ARG:
-		return (int64_t)args[n->value];
-	case RS_CALL_AND_BITS:
-		return operand(f, n->left, args) & operand(f, n->right, args);
-	case RS_CALL_EQ:
-		return operand(f, n->left, args) == operand(f, n->right, args);
-	case RS_CALL_NE:
-		return operand(f, n->left, args) != operand(f, n->right, args);
-	case RS_CALL_LT:
-		return operand(f, n->left, args) < operand(f, n->right, args);
-	case RS_CALL_LE:
-		return operand(f, n->left, args) <= operand(f, n->right, args);
-	case RS_CALL_GT:
-		return operand(f, n->left, args) > operand(f, n->right, args);
-	case RS_CALL_GE:
-		return operand(f, n->left, args) >= operand(f, n->right, args);
+		return operand(f, i, args);
 	case RS_CALL_LAND:
 		return operand(f, n->left, args) && operand(f, n->right, args);
 	case RS_CALL_LOR:
 		return operand(f, n->left, args) || operand(f, n->right, args);
+	default:
+		return compare(n->op, operand(f, n->left, args), operand(f, n->right, args));
 	}
-	return 0;
 }
 
 int rs_call_match(const struct rs_call_filter *f, const uint64_t args[6])
 {
-	return f->root < 0 || eval(f, f->root, args) != 0;
+	const struct rs_call_node *n;
+
+	if (f->root < 0)
+		return 1;
+	/* a comparison at the root, the usual filter: no call, no register saves */
+	n = &f->nodes[f->root];
+	if (n->op >= RS_CALL_AND_BITS && n->op <= RS_CALL_GE)
+		return compare(n->op, operand(f, n->left, args), operand(f, n->right, args)) != 0;
+	return eval(f, f->root, args) != 0;
 }
