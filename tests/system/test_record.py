@@ -229,7 +229,7 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(counts["unmatched"], 0)
         self.assertEqual(counts["matched"], len(records(self.only_file("sleep"), "call")))
 
-    def test_the_samplers_hottest_function_is_perfs(self):
+    def test_the_samplers_hottest_function_is_perfs_and_report_top_ranks_its_stacks(self):
         if not PERF:
             self.skipTest("perf not found (Debian package linux-perf)")
         args = [PYTHON, "-c", CPU_LOOP % 20000000]
@@ -243,6 +243,18 @@ class RecordTest(unittest.TestCase):
             if n:
                 leaf[n] = leaf.get(n, 0) + 1
         ours = max(leaf, key=leaf.get)
+        # --top: every stack once, most frequent first, counts adding up to the samples
+        top = subprocess.run([RELSTACK, "report", "--top", "100000", "--event", "sample", "--no-lines",
+                              self.only_file("python3")], capture_output=True, text=True, check=True).stdout
+        heads = re.findall(r"^#(\d+) sample (\d+) of (\d+) \(([\d.]+)%\)$", top, re.M)
+        counts = [int(h[1]) for h in heads]
+        self.assertEqual(sum(counts), len(samples))
+        self.assertEqual(counts, sorted(counts, reverse=True))
+        self.assertTrue(all(int(h[2]) == len(samples) for h in heads))
+        self.assertAlmostEqual(float(heads[0][3]), 100 * counts[0] / len(samples), delta=0.05)
+        folded = subprocess.run([RELSTACK, "report", "--format", "folded", "--event", "sample", "--no-lines",
+                                 self.only_file("python3")], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(sorted(int(l.rsplit(" ", 1)[1]) for l in folded.splitlines()), sorted(counts))
         data = os.path.join(self.tmp, "perf.data")
         p = subprocess.run([PERF, "record", "-q", "-F", "999", "-g", "-o", data, *args],
                            capture_output=True, text=True, timeout=300)
