@@ -105,6 +105,64 @@ static void record_context(void *uc, int event, const void *fields, size_t size)
 }
 
 /*
+ * The sampler's and --on-signal's signals stay the agent's: a program that
+ * sets an action for one (coreutils sort catches SIGPROF among the signals
+ * that would end it, to remove its temporary files) sets the action the
+ * agent hands on the signals that are not its own.
+ */
+static bool owned[NSIG];
+static struct sigaction owned_prev[NSIG];
+
+static int real_sigaction(int signo, const struct sigaction *act, struct sigaction *old);
+
+/* A signal that was not the agent's, to the program's action; @dfl_acts: SIG_DFL acts too. */
+static void pass_on(int signo, siginfo_t *info, void *uc, bool dfl_acts)
+{
+	const struct sigaction *prev = &owned_prev[signo];
+
+	if (prev->sa_flags & SA_SIGINFO) {
+		if (prev->sa_sigaction)
+			prev->sa_sigaction(signo, info, uc);
+	} else if (prev->sa_handler == SIG_DFL) {
+		struct sigaction dfl;
+
+		if (!dfl_acts)
+			return;
+		/* pending until this handler returns, then the default action */
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		real_sigaction(signo, &dfl, NULL);
+		raise(signo);
+	} else if (prev->sa_handler != SIG_IGN) {
+		prev->sa_handler(signo);
+	}
+}
+
+static void own_signal(int signo, void (*fn)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fn;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (real_sigaction(signo, &sa, &owned_prev[signo]) == 0)
+		owned[signo] = true;
+}
+
+/* For the interposed sigaction(): the program reads and sets the action passed on. */
+static int owned_chain(int signo, const struct sigaction *act, struct sigaction *old)
+{
+	if (signo <= 0 || signo >= NSIG || !owned[signo])
+		return 0;
+	if (old)
+		*old = owned_prev[signo];
+	if (act)
+		owned_prev[signo] = *act;
+	return 1;
+}
+
+/*
  * The sampler.  Each thread gets a software perf event on its own task
  * clock (CPU time, counted at nanosecond precision by hrtimers) that
  * signals the thread with SIGPROF at every period; where perf events are
@@ -118,6 +176,8 @@ static void sample_handler(int signo, siginfo_t *info, void *uc)
 
 	if (info && (info->si_code == SI_TIMER || (info->si_code == POLL_IN && info->si_fd == thread_perf_fd)))
 		record_context(uc, ev_sample, NULL, 0);
+	else
+		pass_on(signo, info, uc, true);
 	errno = saved;
 }
 
@@ -221,6 +281,8 @@ static void dump_handler(int signo, siginfo_t *info, void *uc)
 		errno = saved;
 		return;
 	}
+	/* the program's own handler too; its default action is what --on-signal replaces */
+	pass_on(signo, info, uc, false);
 	fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		long n;
@@ -435,16 +497,17 @@ __attribute__((constructor)) static void agent_init(void)
 	call_specs = getenv(RS_ENV_CALL);
 	if (call_specs && !*call_specs)
 		call_specs = NULL;
+	/* before the first thread's event exists: SIGPROF's default action ends the process */
+	if (sample_ns)
+		own_signal(SIGPROF, sample_handler);
 	if (start_recording() < 0)
 		return;
 	if (call_specs && rs_call_setup(atomic_load(&agent_rec), call_specs) == 0) {
 		rs_call_thread_start();
 		rs_call_patch_all();
 	}
-	if (sample_ns)
-		set_handler(SIGPROF, sample_handler);
 	if (dump_signo)
-		set_handler(dump_signo, dump_handler);
+		own_signal(dump_signo, dump_handler);
 	for (unsigned i = 0; i < sizeof(term_signals) / sizeof(term_signals[0]); i++) {
 		struct sigaction cur;
 		int t = term_signals[i];
@@ -548,7 +611,8 @@ static int real_sigaction(int signo, const struct sigaction *act, struct sigacti
 
 EXPORT int sigaction(int signo, const struct sigaction *act, struct sigaction *old)
 {
-	if (!from_agent(__builtin_return_address(0)) && rs_crash_handler_chain(signo, act, old))
+	if (!from_agent(__builtin_return_address(0)) &&
+	    (rs_crash_handler_chain(signo, act, old) || owned_chain(signo, act, old)))
 		return 0;
 	return real_sigaction(signo, act, old);
 }
@@ -561,7 +625,7 @@ EXPORT sighandler_t signal(int signo, sighandler_t handler)
 	sa.sa_handler = handler;
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (rs_crash_handler_chain(signo, &sa, &old))
+	if (rs_crash_handler_chain(signo, &sa, &old) || owned_chain(signo, &sa, &old))
 		return old.sa_handler;
 	if (real_sigaction(signo, &sa, &old) < 0)
 		return SIG_ERR;

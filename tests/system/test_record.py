@@ -286,6 +286,29 @@ class RecordTest(unittest.TestCase):
         sampled = {s["tid"] for s in records(path, "sample")}
         self.assertGreaterEqual(len(sampled - {dumps[0]["tid"]}), 3)
 
+    def test_sort_which_catches_sigprof_itself_sorts_the_same_under_the_sampler(self):
+        data = os.path.join(self.tmp, "lines")
+        with open(data, "w") as f:
+            f.writelines("%d\n" % ((i * 7919) % 100003) for i in range(400000))
+        plain = subprocess.run(["/usr/bin/sort", data], capture_output=True, check=True).stdout
+        r = subprocess.run([RELSTACK, "record", "-o", self.out, "--sample", "999", "--", "/usr/bin/sort", data],
+                           capture_output=True, cwd=self.tmp, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, plain)
+        self.assertTrue(records(self.only_file("sort"), "sample"))
+
+    def test_a_programs_own_handler_of_the_dump_signal_still_runs(self):
+        script = ("import os, signal, time\n"
+                  "got = []\n"
+                  "signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))\n"
+                  "os.kill(os.getpid(), signal.SIGUSR1)\n"
+                  "time.sleep(0.1)\n"
+                  "print('handled' if got else 'lost')\n")
+        r = self.record(PYTHON, "-c", script, options=["--on-signal", "USR1"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "handled\n")
+        self.assertEqual(len(records(self.only_file("python3"), "dump")), 1)
+
     def test_the_agent_records_without_the_command_from_its_environment(self):
         agent = os.path.join(os.path.dirname(RELSTACK), "..", "src", "librelstack-agent.so")
         env = dict(os.environ, LD_PRELOAD=agent, RELSTACK_OUTPUT=self.out, RELSTACK_CALL="getenv")
