@@ -568,24 +568,68 @@ static int from_agent(const void *ret)
 	return (uintptr_t)ret >= agent_lo && (uintptr_t)ret < agent_hi;
 }
 
-/* Objects loaded later: into the object table, and their bindings of --call functions. */
-EXPORT void *dlopen(const char *file, int mode)
-{
-	static void *(*real)(const char *, int);
-	void *h;
+/*
+ * Objects loaded later: into the object table, and their bindings of
+ * --call functions.  dlopen() is entered by arch/<cpu>/dlopen-entry.S,
+ * which asks rs_dlopen_route() where to jump with the caller's stack
+ * untouched.  The C library takes the caller from the return address: it
+ * searches the caller's DT_RPATH/DT_RUNPATH for a name without a slash and
+ * expands $ORIGIN from it.  Where that matters, the call goes straight to
+ * the C library, and the object enters the table at the next load that
+ * does not (or at a record's rescan); everywhere else, through
+ * rs_dlopen_wrapped().
+ */
+typedef void *dlopen_fn(const char *file, int mode);
 
-	if (!real)
-		*(void **)&real = dlsym(RTLD_NEXT, "dlopen");
-	if (!real)
-		return NULL;
-	h = real(file, mode);
-	/* the object table's own dlopen calls (pinning objects) come from inside the agent */
-	if (h && !from_agent(__builtin_return_address(0))) {
-		/* the object table learns the object now, not in a record (signal handlers cannot rescan) */
-		relstack_objtab__refresh();
-		if (call_specs)
-			rs_call_patch_all();
+static dlopen_fn *real_dlopen;
+static _Atomic bool dlopen_missed;
+
+dlopen_fn *rs_dlopen_route(const char *file, const void *caller);
+dlopen_fn rs_dlopen_wrapped;
+
+static void dl_refresh(void)
+{
+	atomic_store(&dlopen_missed, false);
+	relstack_objtab__refresh();
+	if (call_specs)
+		rs_call_patch_all();
+}
+
+/* Whether the object holding @caller has its own library search path. */
+static bool caller_has_search_path(const void *caller)
+{
+	struct link_map *lm = NULL;
+	Dl_info info;
+
+	if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return true;
+	for (const ElfW(Dyn) *d = lm->l_ld; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_RPATH || d->d_tag == DT_RUNPATH)
+			return true;
+	return false;
+}
+
+dlopen_fn *rs_dlopen_route(const char *file, const void *caller)
+{
+	if (!real_dlopen)
+		*(void **)&real_dlopen = dlsym(RTLD_NEXT, "dlopen");
+	/* the object table's own calls (pinning objects) come from inside the agent */
+	if (from_agent(caller))
+		return real_dlopen;
+	if (file && (strstr(file, "$ORIGIN") || strstr(file, "${ORIGIN}") ||
+		     (!strchr(file, '/') && caller_has_search_path(caller)))) {
+		atomic_store(&dlopen_missed, true);
+		return real_dlopen;
 	}
+	return rs_dlopen_wrapped;
+}
+
+void *rs_dlopen_wrapped(const char *file, int mode)
+{
+	void *h = real_dlopen ? real_dlopen(file, mode) : NULL;
+
+	if (h || atomic_load(&dlopen_missed))
+		dl_refresh();
 	return h;
 }
 

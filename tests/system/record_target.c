@@ -9,10 +9,12 @@
  *   own-handler   installs a SIGSEGV handler, then crashes: the handler
  *                 must still run (it prints and exits 42)
  *   fork-crash    forks; the child crashes, the parent exits 0
+ *   dlopen-runpath  dlopens a plugin by a name its DT_RUNPATH alone finds
  *   varargs       prints what snprintf(3) makes of every integer argument
  *                 register, eight doubles (vector registers, %al) and
  *                 stack arguments, and what strtod(3) returns in %xmm0
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,6 +70,16 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "own-handler")) {
 		signal(SIGSEGV, on_segv);
 		parse_config("abcd");
+	} else if (!strcmp(mode, "dlopen-runpath")) {
+		void *h = dlopen("librecord_plugin.so", RTLD_NOW);
+		int (*hello)(void);
+
+		if (!h) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 1;
+		}
+		*(void **)&hello = dlsym(h, "record_plugin_hello");
+		return hello ? hello() : 1;
 	} else if (!strcmp(mode, "varargs")) {
 		char buf[256];
 		int n = snprintf(buf, sizeof(buf), "%d %ld %d %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %d %s",

@@ -222,6 +222,12 @@ class RecordTest(unittest.TestCase):
         self.assertGreaterEqual(counts["unmatched"], 1500)
         self.assertEqual(counts["unmatched"], self.gdb_hits("__libc_write if $rdi != 2", args))
 
+    def test_a_plugin_found_by_the_callers_runpath_is_found_under_the_agent(self):
+        # the C library searches the dlopen caller's DT_RUNPATH: the caller must stay the program
+        r = self.record(TARGET, "dlopen-runpath", options=["--call", "puts"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "plugin loaded\n")
+
     def test_calls_with_no_filter_are_all_recorded(self):
         r = self.record("/bin/sleep", "0.01", options=["--call", "clock_nanosleep"])
         self.assertEqual(r.returncode, 0, r.stderr)
