@@ -171,16 +171,62 @@ static void set_env(const char *name, const char *value)
 		fail(EXIT_INPUT, "environment: %s", strerror(errno));
 }
 
+/* The buffer files in DIR before the run, sorted: the run's are the others. */
+struct names {
+	char **v;
+	size_t n;
+};
+
+static bool is_buffer_file(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len >= 9 && !strcmp(name + len - 9, ".relstack");
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_files(const char *dir, struct names *before)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *d;
+	size_t cap = 0;
+
+	before->v = NULL;
+	before->n = 0;
+	while (dp && (d = readdir(dp))) {
+		if (!is_buffer_file(d->d_name))
+			continue;
+		if (before->n == cap) {
+			char **v = realloc(before->v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+			if (!v)
+				fail(EXIT_INPUT, "out of memory");
+			before->v = v;
+		}
+		before->v[before->n] = strdup(d->d_name);
+		if (!before->v[before->n++])
+			fail(EXIT_INPUT, "out of memory");
+	}
+	if (dp)
+		closedir(dp);
+	if (before->n)
+		qsort(before->v, before->n, sizeof(*before->v), cmp_name);
+}
+
 /*
  * Print where process @pid's file is: DIR/NAME.PID.relstack or
  * DIR/NAME.PID.N.relstack, the newest one where exec made several (the
- * program the process ended as), and how many other files the run left.
+ * program the process ended as), and how many other files the run made.
  */
-static bool print_files(const char *dir, pid_t pid, time_t since)
+static bool print_files(const char *dir, pid_t pid, const struct names *before)
 {
 	char tag[32], best[PATH_MAX + 256] = "";
 	struct timespec best_t = { 0, 0 };
-	unsigned others = 0;
+	unsigned made = 0;
 	struct dirent *d;
 	DIR *dp = opendir(dir);
 
@@ -188,21 +234,26 @@ static bool print_files(const char *dir, pid_t pid, time_t since)
 		return false;
 	snprintf(tag, sizeof(tag), ".%d.", (int)pid);
 	while ((d = readdir(dp))) {
-		size_t len = strlen(d->d_name);
-		const char *t = strstr(d->d_name, tag);
+		const char *t = strstr(d->d_name, tag), *name = d->d_name;
 		char path[PATH_MAX + 256];
-		struct stat st;
+		struct statx st;
+		struct timespec born;
 
-		if (len < 9 || strcmp(d->d_name + len - 9, ".relstack"))
+		if (!is_buffer_file(name) || (before->n && bsearch(&name, before->v, before->n, sizeof(*before->v),
+								   cmp_name)))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		if (stat(path, &st) < 0 || st.st_mtime < since)
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
+		if (statx(AT_FDCWD, path, 0, STATX_BTIME | STATX_MTIME, &st) < 0)
 			continue;
-		others++;
+		made++;
+		/* an exec'd program's file is made after its predecessor's; without birth times, written after */
+		if (st.stx_mask & STATX_BTIME)
+			born = (struct timespec){ st.stx_btime.tv_sec, st.stx_btime.tv_nsec };
+		else
+			born = (struct timespec){ st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec };
 		if (t && strspn(t + strlen(tag), "0123456789.") == strlen(t + strlen(tag)) - 8 &&
-		    (st.st_mtim.tv_sec > best_t.tv_sec ||
-		     (st.st_mtim.tv_sec == best_t.tv_sec && st.st_mtim.tv_nsec >= best_t.tv_nsec))) {
-			best_t = st.st_mtim;
+		    (born.tv_sec > best_t.tv_sec || (born.tv_sec == best_t.tv_sec && born.tv_nsec >= best_t.tv_nsec))) {
+			best_t = born;
 			memcpy(best, path, sizeof(best));
 		}
 	}
@@ -210,9 +261,9 @@ static bool print_files(const char *dir, pid_t pid, time_t since)
 	if (!best[0])
 		return false;
 	fprintf(stderr, "relstack: recorded in %s\nrelstack: read it with: relstack report %s\n", best, best);
-	if (others > 1)
+	if (made > 1)
 		fprintf(stderr, "relstack: and %u more file%s of the processes it forked or exec'd, in %s\n",
-			others - 1, others > 2 ? "s" : "", dir);
+			made - 1, made > 2 ? "s" : "", dir);
 	return true;
 }
 
@@ -242,7 +293,7 @@ int rs_tool_record(int argc, char **argv)
 	unsigned ncalls = 0;
 	int c, status, pipefd[2], err = 0;
 	const char *old_preload;
-	time_t start = time(NULL);
+	struct names before;
 	struct sigaction sa;
 
 	optind = 1;
@@ -322,6 +373,7 @@ int rs_tool_record(int argc, char **argv)
 	set_env(RS_ENV_CALL, ncalls ? calls : NULL);
 	set_env(RS_ENV_SIZE, size);
 
+	list_files(dir, &before);
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		fail(EXIT_INPUT, "pipe: %s", strerror(errno));
 	fflush(NULL);
@@ -352,7 +404,7 @@ int rs_tool_record(int argc, char **argv)
 	while (waitpid(child_pid, &status, 0) < 0)
 		if (errno != EINTR)
 			fail(EXIT_INPUT, "waitpid: %s", strerror(errno));
-	if (!print_files(dir, child_pid, start))
+	if (!print_files(dir, child_pid, &before))
 		fprintf(stderr, "relstack: %s left no buffer file in %s (see the agent's message above)\n", prog, dir);
 	if (WIFSIGNALED(status)) {
 		struct rlimit nocore = { 0, 0 };
