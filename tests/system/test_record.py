@@ -135,6 +135,16 @@ class RecordTest(unittest.TestCase):
         env_pid = self.files("env")[0].split(".")[-2]
         self.assertTrue(os.path.exists("%s/ls.%s.relstack" % (self.out, env_pid)), "exec keeps the pid")
 
+    def test_the_command_names_the_program_the_process_ended_as_and_counts_only_this_runs_files(self):
+        os.makedirs(self.out)
+        open(os.path.join(self.out, "old.1.relstack"), "w").close()
+        r = self.record("/bin/sh", "-c", "exec /usr/bin/env /bin/true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = re.search(r"recorded in .*/true\.(\d+)\.relstack\n", r.stderr)
+        self.assertTrue(pid, r.stderr)
+        self.assertIn("read it with: relstack report %s/true.%s.relstack" % (self.out, pid[1]), r.stderr)
+        self.assertIn("and 2 more files", r.stderr)  # sh's and env's, not old.1
+
     def test_death_by_sigterm_is_recorded_and_passed_through(self):
         p = subprocess.Popen([RELSTACK, "record", "-o", self.out, "--", "/bin/sleep", "30"],
                              stderr=subprocess.PIPE, text=True)
