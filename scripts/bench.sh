@@ -26,3 +26,6 @@ echo "== stack capture"
 
 echo "== buffer file write path"
 "$src/bench/ring.sh" "$build"
+
+echo "== agent (relstack record)"
+"$src/bench/record.py" "$build"

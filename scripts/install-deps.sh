@@ -6,7 +6,7 @@ set -eu
 
 pkgs="meson ninja-build pkg-config gcc clang libclang-rt-14-dev llvm-14
 libcmocka-dev libelf-dev libdw-dev zlib1g-dev elfutils libunwind-dev
-binutils gdb valgrind libc6-dbg python3"
+binutils gdb valgrind libc6-dbg python3 linux-perf"
 
 missing=""
 for p in $pkgs; do

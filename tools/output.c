@@ -948,8 +948,47 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+struct stack_count {
+	const char *folded;
+	size_t count;
+};
+
+static int cmp_count(const void *a, const void *b)
+{
+	const struct stack_count *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->folded, y->folded);
+}
+
+/* --top N: the N most frequent stacks, innermost frame first, with counts and shares. */
+static void print_top(const struct stack_count *sc, size_t n, size_t total, unsigned top)
+{
+	for (size_t i = 0; i < n && i < top; i++) {
+		const char *p = strchr(sc[i].folded, ';'), *end;
+		int evlen = (int)(p ? (size_t)(p - sc[i].folded) : strlen(sc[i].folded));
+
+		printf("#%zu %.*s %zu of %zu (%.1f%%)\n", i + 1, evlen, sc[i].folded, sc[i].count, total,
+		       100.0 * (double)sc[i].count / (double)total);
+		for (end = sc[i].folded + strlen(sc[i].folded); p && end > p;) {
+			const char *start = end;
+
+			while (start > p && start[-1] != ';')
+				start--;
+			printf(" => %.*s\n", (int)(end - start), start);
+			end = start - 1;
+		}
+	}
+}
+
 static void print_folded(struct ctx *c)
 {
+	struct stack_count *sc = calloc(c->nfolded ? c->nfolded : 1, sizeof(*sc));
+	size_t n = 0;
+
+	if (!sc)
+		rs_tool_input_error("out of memory");
 	if (c->nfolded)
 		qsort(c->folded, c->nfolded, sizeof(*c->folded), cmp_str);
 	for (size_t i = 0; i < c->nfolded;) {
@@ -957,12 +996,21 @@ static void print_folded(struct ctx *c)
 
 		while (k < c->nfolded && strcmp(c->folded[k], c->folded[i]) == 0)
 			k++;
-		printf("%s %zu\n", c->folded[i], k - i);
-		for (size_t j = i; j < k; j++)
-			free(c->folded[j]);
+		sc[n].folded = c->folded[i];
+		sc[n++].count = k - i;
 		i = k;
 	}
+	if (c->o->top) {
+		qsort(sc, n, sizeof(*sc), cmp_count);
+		print_top(sc, n, c->nfolded, c->o->top);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			printf("%s %zu\n", sc[i].folded, sc[i].count);
+	}
+	for (size_t i = 0; i < c->nfolded; i++)
+		free(c->folded[i]);
 	free(c->folded);
+	free(sc);
 }
 
 /*

@@ -3,6 +3,7 @@
 #ifndef RELSTACK_TOOL_OUTPUT_H
 #define RELSTACK_TOOL_OUTPUT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,12 +33,18 @@ struct rs_tool_opts {
 	const char *symbols[RS_ARRAY_MAX];
 	unsigned nsymbols;
 	bool lines, inlines;
+	unsigned top; /* report --top N: the N most frequent stacks (folded collection) */
 };
 
+/* Print one line "relstack: ..." (and "Try 'HINT --help'." unless @hint is NULL), exit with @status. */
+__attribute__((noreturn, format(printf, 3, 0))) void rs_tool_verror(int status, const char *hint, const char *fmt,
+								    va_list ap);
 /* Print one line "relstack: ..." and exit with status 2. */
 __attribute__((noreturn, format(printf, 1, 2))) void rs_tool_input_error(const char *fmt, ...);
 
 int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o);
 int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, bool symbolize);
+/* relstack record [OPTIONS] -- PROGRAM ARGS (tools/record.c): the program's exit status. */
+int rs_tool_record(int argc, char **argv);
 
 #endif

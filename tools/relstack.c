@@ -46,16 +46,23 @@ static void usage_error(const char *fmt, ...)
 	exit(EXIT_USAGE);
 }
 
+void rs_tool_verror(int status, const char *hint, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "relstack: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	if (hint)
+		fprintf(stderr, "Try '%s --help'.\n", hint);
+	exit(status);
+}
+
 void rs_tool_input_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "relstack: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	rs_tool_verror(EXIT_INPUT, NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_INPUT);
 }
 
 static const char main_usage[] =
@@ -67,6 +74,7 @@ static const char main_usage[] =
 	"  info     format descriptor, runs, clocks, counters, object table, event schemas\n"
 	"  dump     every record, frames as object + offset (no symbols: safe to share)\n"
 	"  report   every record, frames symbolised (function, file:line, inlined frames)\n"
+	"  record   run a program with the agent preloaded: crashes, samples, calls\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help       this help; 'relstack COMMAND --help' for a command's options\n"
@@ -109,7 +117,8 @@ static const char report_usage[] =
 	"  --debug-dir DIR          look for debug files under DIR too (repeatable)\n"
 	"  --symbols OBJECT=FILE    nm(1)/System.map symbols for OBJECT (repeatable)\n"
 	"  --no-lines               names only, no file:line\n"
-	"  --no-inlines             no inlined frames\n";
+	"  --no-inlines             no inlined frames\n"
+	"  --top N                  the N most frequent stacks with counts and shares\n";
 
 enum {
 	OPT_RUN = 256,
@@ -122,6 +131,7 @@ enum {
 	OPT_SYMBOLS,
 	OPT_NO_LINES,
 	OPT_NO_INLINES,
+	OPT_TOP,
 };
 
 static const struct option long_opts[] = {
@@ -136,6 +146,7 @@ static const struct option long_opts[] = {
 	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 	{ "no-inlines", no_argument, NULL, OPT_NO_INLINES },
+	{ "top", required_argument, NULL, OPT_TOP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -200,7 +211,8 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", long_opts, &idx)) != -1) {
 		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL;
-		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES;
+		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES ||
+			   c == OPT_TOP;
 
 		/* every option that can be out of place is long: name it, not its argument */
 		if ((dec && !decode_opts) || (sym && !symbol_opts))
@@ -271,6 +283,15 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 		case OPT_NO_INLINES:
 			o->inlines = false;
 			break;
+		case OPT_TOP: {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (end == optarg || *end || v == 0 || v > 1000000)
+				usage_error("--top: '%s' is not a count from 1", optarg);
+			o->top = (unsigned)v;
+			break;
+		}
 		case ':':
 			usage_error("%s: option '%s' needs an argument", argv[0], argv[optind - 1]);
 			break;
@@ -278,6 +299,10 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
 		}
 	}
+	if (o->top && o->format == RS_FORMAT_JSON)
+		usage_error("%s: --top prints text, not --format json", argv[0]);
+	if (o->top)
+		o->format = RS_FORMAT_FOLDED;
 	if (optind == argc)
 		usage_error("%s: missing FILE", argv[0]);
 	if (optind + 1 < argc)
@@ -370,6 +395,8 @@ int main(int argc, char **argv)
 		printf("relstack %s\n", RELSTACK_VERSION);
 		return 0;
 	}
+	if (strcmp(cmd, "record") == 0)
+		return rs_tool_record(argc - 1, argv + 1);
 	if (strcmp(cmd, "info") == 0) {
 		parse_args(argc - 1, argv + 1, info_usage, false, false, &o);
 		r = open_file(&o);
@@ -383,7 +410,7 @@ int main(int argc, char **argv)
 		r = open_file(&o);
 		ret = rs_tool_records(r, &o, true);
 	} else {
-		usage_error("unknown command '%s' (info, dump or report)", cmd);
+		usage_error("unknown command '%s' (info, dump, report or record)", cmd);
 		return EXIT_USAGE;
 	}
 	relstack_reader__close(r);

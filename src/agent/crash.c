@@ -32,6 +32,7 @@
 
 #include "relstack/relstack.h"
 #include "ring/recorder-local.h"
+#include "agent/agent-local.h"
 
 #define RS_ALTSTACK (64u << 10)
 
@@ -184,4 +185,25 @@ void rs_crash_handler_forget(struct relstack_recorder *rec)
 	if (atomic_load_explicit(&crash_rec, memory_order_relaxed) == rec)
 		uninstall_locked();
 	pthread_mutex_unlock(&crash_lock);
+}
+
+/*
+ * For an interposed sigaction(2) (the preloaded agent): while our handler
+ * holds @signo, the program reads and sets the action we chain to, so its
+ * own handler still runs after ours.  Returns 1 if it did, 0 if the
+ * signal is not ours (the caller then makes the real call).
+ */
+int rs_crash_handler_chain(int signo, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction cur;
+
+	if (signo <= 0 || signo >= NSIG || !atomic_load_explicit(&crash_rec, memory_order_acquire))
+		return 0;
+	if (sigaction(signo, NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != crash_handler)
+		return 0;
+	if (old)
+		*old = crash_prev[signo];
+	if (act)
+		crash_prev[signo] = *act;
+	return 1;
 }
