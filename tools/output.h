@@ -39,5 +39,7 @@ __attribute__((noreturn, format(printf, 1, 2))) void rs_tool_input_error(const c
 
 int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o);
 int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, bool symbolize);
+/* relstack kernel ... (tools/kernel.c): @argv[0] is "kernel".  Returns the exit status. */
+int rs_tool_kernel(int argc, char **argv);
 
 #endif

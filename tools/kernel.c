@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * relstack kernel: record | clean | symbols | import.  Argument parsing
+ * over src/kernel/; the work, and every message's substance, is there.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/kernel.h"
+#include "tools/output.h"
+
+#define EXIT_USAGE 1
+#define EXIT_INPUT 2
+#define STALE_MAX 64
+
+static const char kernel_usage[] =
+	"Usage: relstack kernel SUBCOMMAND [OPTIONS]\n"
+	"Kernel stacks through tracefs, relative (no kernel address in the file), with a verdict.\n"
+	"\n"
+	"  record [-o FILE] [-e SYSTEM:EVENT[:FILTER]]... [--stack-depth N] [-d SECONDS | -- COMMAND ARGS]\n"
+	"           record the events, each with its kernel stack, into FILE\n"
+	"           (default relstack-kernel.rsb), in a tracefs instance of its own\n"
+	"  clean    remove the tracefs instances of relstack runs that are gone\n"
+	"  symbols [-o FILE]\n"
+	"           write the running kernel's symbols as a System.map (link-time\n"
+	"           addresses, build-id) that decodes kernel stacks without kallsyms\n"
+	"  import TRACE.DAT [-o FILE]\n"
+	"           convert a trace-cmd file recorded with -T (stack traces)\n"
+	"\n"
+	"Then: relstack report --symbols vmlinux=System.map FILE.  See relstack(1).\n";
+
+static int usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "relstack kernel: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'relstack kernel --help'.\n");
+	return EXIT_USAGE;
+}
+
+static volatile int stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void report_stale(void)
+{
+	char names[STALE_MAX][64];
+	int n = rs_kinstances_stale(names, STALE_MAX, false);
+
+	for (int i = 0; i < n && i < STALE_MAX; i++)
+		fprintf(stderr, "relstack kernel: tracefs instance %s was left by a run that is gone; "
+				"'relstack kernel clean' removes it\n", names[i]);
+}
+
+static bool parse_event(const char *arg, struct rs_kevent_spec *e)
+{
+	const char *colon = strchr(arg, ':'), *filter;
+	size_t slen, elen;
+
+	if (!colon || colon == arg)
+		return false;
+	slen = (size_t)(colon - arg);
+	filter = strchr(colon + 1, ':');
+	elen = filter ? (size_t)(filter - colon - 1) : strlen(colon + 1);
+	if (!elen || slen >= sizeof(e->system) || elen >= sizeof(e->event))
+		return false;
+	memcpy(e->system, arg, slen);
+	e->system[slen] = '\0';
+	memcpy(e->event, colon + 1, elen);
+	e->event[elen] = '\0';
+	e->filter = filter && filter[1] ? filter + 1 : NULL;
+	return true;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "stack-depth", required_argument, NULL, 'D' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct rs_kevent_spec ev[RS_ARRAY_MAX];
+	struct rs_krecord_opts o = { .output = "relstack-kernel.rsb", .events = ev, .stop = &stop_flag };
+	struct rs_krecord_stats st;
+	struct sigaction sa;
+	char err[1024] = "";
+	char *end;
+	int c, ret;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:e:d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'e':
+			if (o.nevents == RS_ARRAY_MAX)
+				return usage("-e: at most %s events", "64");
+			if (!parse_event(optarg, &ev[o.nevents]))
+				return usage("-e: expected SYSTEM:EVENT[:FILTER], not '%s'", optarg);
+			o.nevents++;
+			break;
+		case 'D':
+			o.stack_depth = (unsigned)strtoul(optarg, &end, 10);
+			if (end == optarg || *end || !o.stack_depth || o.stack_depth > 255)
+				return usage("--stack-depth: expected 1..255, not '%s'", optarg);
+			break;
+		case 'd':
+			o.duration = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.duration > 0) || o.duration > 1e7)
+				return usage("-d: expected a number of seconds, not '%s'", optarg);
+			break;
+		case 'h':
+			fputs(kernel_usage, stdout);
+			return 0;
+		default:
+			return usage("record: unknown option or missing argument '%s'", argv[optind - 1]);
+		}
+	}
+	if (!o.nevents)
+		return usage("record: %s", "no event given (-e SYSTEM:EVENT[:FILTER])");
+	if (optind < argc) {
+		if (o.duration > 0)
+			return usage("record: %s", "-d and a COMMAND exclude each other");
+		o.argv = argv + optind;
+	} else if (!(o.duration > 0)) {
+		return usage("record: %s", "give -d SECONDS or -- COMMAND ARGS");
+	}
+	report_stale();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	o.errbuf = err;
+	o.errbuf_sz = sizeof(err);
+	ret = rs_krecord(&o, &st);
+	if (ret < 0) {
+		fprintf(stderr, "relstack kernel record: %s\n", err[0] ? err : strerror(-ret));
+		return EXIT_INPUT;
+	}
+	fprintf(stderr, "relstack kernel record: %s: %llu events, %llu with a kernel stack (%llu reliable), %llu lost\n",
+		o.output, (unsigned long long)st.events, (unsigned long long)st.stacks,
+		(unsigned long long)st.reliable, (unsigned long long)st.lost);
+	return 0;
+}
+
+static int cmd_clean(int argc, char **argv)
+{
+	char names[STALE_MAX][64];
+	int n;
+
+	if (argc > 1)
+		return usage("clean: no argument expected, not '%s'", argv[1]);
+	n = rs_kinstances_stale(names, STALE_MAX, true);
+	if (n < 0) {
+		fprintf(stderr, "relstack kernel clean: tracefs: %s\n", strerror(-n));
+		return EXIT_INPUT;
+	}
+	for (int i = 0; i < n && i < STALE_MAX; i++)
+		printf("removed tracefs instance %s\n", names[i]);
+	return 0;
+}
+
+static int cmd_symbols(int argc, char **argv)
+{
+	const char *out = NULL;
+	struct rs_ksyms s;
+	uint8_t bid[RELSTACK_BUILD_ID_MAX];
+	char notes[512];
+	size_t len = 0;
+	int c, ret, bid_len;
+	FILE *f, *nf;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt(argc, argv, "o:h")) != -1) {
+		if (c == 'o')
+			out = optarg;
+		else if (c == 'h')
+			return fputs(kernel_usage, stdout), 0;
+		else
+			return usage("symbols: unknown option or missing argument '%s'", argv[optind - 1]);
+	}
+	if (optind < argc)
+		return usage("symbols: unexpected argument '%s'", argv[optind]);
+	ret = rs_ksyms_read("/proc/kallsyms", &s);
+	if (ret < 0) {
+		fprintf(stderr, "relstack kernel symbols: /proc/kallsyms: %s\n",
+			ret == -ENOENT ? "no kernel addresses (run as root)" : strerror(-ret));
+		return EXIT_INPUT;
+	}
+	nf = fopen("/sys/kernel/notes", "re");
+	if (nf) {
+		len = fread(notes, 1, sizeof(notes), nf);
+		fclose(nf);
+	}
+	bid_len = rs_knotes_build_id(notes, len, bid, sizeof(bid));
+	f = out ? fopen(out, "we") : stdout;
+	if (!f) {
+		fprintf(stderr, "relstack kernel symbols: %s: %s\n", out, strerror(errno));
+		rs_ksyms_free(&s);
+		return EXIT_INPUT;
+	}
+	ret = rs_ksyms_write_map(&s, rs_kaslr_offset(&s, "/proc/config.gz"), bid, bid_len > 0 ? (size_t)bid_len : 0, f);
+	if ((out && fclose(f) != 0) || ret < 0) {
+		fprintf(stderr, "relstack kernel symbols: %s: cannot write\n", out ? out : "standard output");
+		ret = -EIO;
+	}
+	rs_ksyms_free(&s);
+	return ret < 0 ? EXIT_INPUT : 0;
+}
+
+static int cmd_import(int argc, char **argv)
+{
+	const char *out = "relstack-kernel.rsb", *in = NULL;
+	char err[1024] = "";
+	int c, ret;
+
+	optind = 1;
+	opterr = 0;
+	while (optind < argc) {
+		if ((c = getopt(argc, argv, "o:h")) == -1) {
+			if (in)
+				return usage("import: one TRACE.DAT only, '%s' is extra", argv[optind]);
+			in = argv[optind++];
+			continue;
+		}
+		if (c == 'o')
+			out = optarg;
+		else if (c == 'h')
+			return fputs(kernel_usage, stdout), 0;
+		else
+			return usage("import: unknown option or missing argument '%s'", argv[optind - 1]);
+	}
+	if (!in)
+		return usage("import: %s", "missing TRACE.DAT");
+	ret = rs_kimport(in, out, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "relstack kernel import: %s\n", err[0] ? err : strerror(-ret));
+		return EXIT_INPUT;
+	}
+	fprintf(stderr, "relstack kernel import: %s: %d events\n", out, ret);
+	return 0;
+}
+
+int rs_tool_kernel(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+
+	if (!sub)
+		return usage("%s", "missing SUBCOMMAND (record, clean, symbols or import)");
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		fputs(kernel_usage, stdout);
+		return 0;
+	}
+	if (!strcmp(sub, "record"))
+		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(sub, "clean"))
+		return cmd_clean(argc - 1, argv + 1);
+	if (!strcmp(sub, "symbols"))
+		return cmd_symbols(argc - 1, argv + 1);
+	if (!strcmp(sub, "import"))
+		return cmd_import(argc - 1, argv + 1);
+	return usage("unknown subcommand '%s' (record, clean, symbols or import)", sub);
+}
