@@ -23,7 +23,8 @@ static const char kernel_usage[] =
 	"\n"
 	"  record [-o FILE] [-e SYSTEM:EVENT[:FILTER]]... [--stack-depth N] [-d SECONDS | -- COMMAND ARGS]\n"
 	"           record the events, each with its kernel stack, into FILE\n"
-	"           (default relstack-kernel.rsb), in a tracefs instance of its own\n"
+	"           (default relstack-kernel.rsb), in a tracefs instance of its own;\n"
+	"           --check-text TEXT also keeps the kernel's own symbolised text of them\n"
 	"  clean    remove the tracefs instances of relstack runs that are gone\n"
 	"  symbols [-o FILE]\n"
 	"           write the running kernel's symbols as a System.map (link-time\n"
@@ -86,6 +87,7 @@ static int cmd_record(int argc, char **argv)
 		{ "event", required_argument, NULL, 'e' },
 		{ "stack-depth", required_argument, NULL, 'D' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "check-text", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -120,6 +122,9 @@ static int cmd_record(int argc, char **argv)
 			o.duration = strtod(optarg, &end);
 			if (end == optarg || *end || !(o.duration > 0) || o.duration > 1e7)
 				return usage("-d: expected a number of seconds, not '%s'", optarg);
+			break;
+		case 'C':
+			o.check_text = optarg;
 			break;
 		case 'h':
 			fputs(kernel_usage, stdout);
@@ -229,13 +234,7 @@ static int cmd_import(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while (optind < argc) {
-		if ((c = getopt(argc, argv, "o:h")) == -1) {
-			if (in)
-				return usage("import: one TRACE.DAT only, '%s' is extra", argv[optind]);
-			in = argv[optind++];
-			continue;
-		}
+	while ((c = getopt(argc, argv, "o:h")) != -1) {
 		if (c == 'o')
 			out = optarg;
 		else if (c == 'h')
@@ -243,6 +242,9 @@ static int cmd_import(int argc, char **argv)
 		else
 			return usage("import: unknown option or missing argument '%s'", argv[optind - 1]);
 	}
+	if (optind + 1 < argc)
+		return usage("import: one TRACE.DAT only, '%s' is extra", argv[optind + 1]);
+	in = optind < argc ? argv[optind] : NULL;
 	if (!in)
 		return usage("import: %s", "missing TRACE.DAT");
 	ret = rs_kimport(in, out, err, sizeof(err));

@@ -645,7 +645,10 @@ static void decode_frame(struct relstack_reader *r, enum relstack_run_which w, c
 /*
  * Decode every word of @rec into @out.  Every frame is a return address
  * except the first of an asynchronous start (the interrupted pc) and the
- * one after a SIGNAL marker (the pc the signal interrupted).
+ * one after a SIGNAL marker (the pc the signal interrupted).  A kernel
+ * object's frames are named at the address itself, as the kernel's own
+ * stack traces name them (a call that does not return names the next
+ * function there too).
  */
 static void decode_frames(struct relstack_reader *r, enum relstack_run_which w, const struct objects *os,
 			  const struct relstack_record *rec, struct frame *out)
@@ -654,7 +657,8 @@ static void decode_frames(struct relstack_reader *r, enum relstack_run_which w, 
 
 	for (size_t i = 0; i < rec->nwords; i++) {
 		decode_frame(r, w, os, rec, rec->words[i], &out[i]);
-		out[i].return_address = !exact && out[i].e.kind == RELSTACK_ENTRY_OBJECT && out[i].e.offset > 0;
+		out[i].return_address = !exact && out[i].e.kind == RELSTACK_ENTRY_OBJECT && out[i].e.offset > 0 &&
+					!(out[i].obj->flags & RELSTACK_OBJECT_KERNEL);
 		exact = out[i].e.kind == RELSTACK_ENTRY_MARKER && out[i].e.marker == RELSTACK_MARKER_SIGNAL;
 	}
 }

@@ -136,6 +136,13 @@ struct rs_krecord_opts {
 	char *const *argv;             /* a command to run and record around (its end stops recording), or NULL */
 	uint64_t ring_size;            /* relstack ring bytes; 0: 16 MiB */
 	volatile int *stop;            /* set by the caller's SIGINT/SIGTERM handler */
+	/*
+	 * Check mode: the kernel's own formatted text of the same events
+	 * (the instance's "trace", symbols with offsets) is written here
+	 * before the pages are read, which then happens only at the end:
+	 * the instance's buffer must hold the whole recording.
+	 */
+	const char *check_text;
 	char *errbuf;                  /* one line on failure */
 	size_t errbuf_sz;
 };

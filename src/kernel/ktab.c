@@ -177,7 +177,7 @@ struct rs_ktab *rs_ktab_new(const struct rs_ksyms *syms, const uint8_t *bid, siz
 	o->slot = 0;
 	o->state = RELSTACK_OBJECT_LOADED;
 	o->base = RELSTACK_BASE_STEXT;
-	o->flags = RELSTACK_OBJECT_MAIN;
+	o->flags = RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_KERNEL;
 	strcpy(o->path, "vmlinux");
 	o->build_id_len = (uint32_t)(bid_len < RELSTACK_BUILD_ID_MAX ? bid_len : RELSTACK_BUILD_ID_MAX);
 	memcpy(o->build_id, bid, o->build_id_len);
@@ -333,6 +333,7 @@ int rs_ktab_scan_modules(struct rs_ktab *kt)
 		kt->obj[s].slot = s;
 		kt->obj[s].state = RELSTACK_OBJECT_LOADED;
 		kt->obj[s].base = RELSTACK_BASE_LOAD_BIAS;
+		kt->obj[s].flags = RELSTACK_OBJECT_KERNEL;
 		snprintf(kt->obj[s].path, sizeof(kt->obj[s].path), "%s", m.name);
 		memcpy(kt->obj[s].build_id, m.bid, m.bid_len);
 		kt->obj[s].build_id_len = (uint32_t)m.bid_len;

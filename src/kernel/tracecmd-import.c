@@ -115,8 +115,9 @@ int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t er
 	{
 		size_t isz;
 		unsigned cap;
+		void *img = rs_recorder_objtab_image(rec, &isz, &cap);
 
-		rs_ktab_publish(kt, rs_recorder_objtab_image(rec, &isz, &cap), cap);
+		rs_ktab_publish(kt, img, cap);
 	}
 	/* trace-cmd record -B NAME keeps the events in the instance's buffer: the first that has any */
 	use = h;

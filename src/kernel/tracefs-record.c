@@ -36,6 +36,8 @@
 #include "ring/recorder-local.h"
 
 #define KRING_DEFAULT (16ull << 20)
+/* Per CPU, for --check-text: the whole recording stays in the kernel's buffer. */
+#define CHECK_BUFFER_KB (32u << 10)
 
 static int fail(const struct rs_krecord_opts *o, int err, const char *fmt, ...)
 {
@@ -155,6 +157,24 @@ static int setup_event(const struct rs_krecord_opts *o, struct session *s, const
 	return 0;
 }
 
+/* The instance's "trace" text (read without consuming), into o->check_text. */
+static int write_check_text(const struct rs_krecord_opts *o, struct session *s)
+{
+	int size = 0;
+	char *text = tracefs_instance_file_read(s->inst, "trace", &size);
+	FILE *f;
+
+	if (!text)
+		return fail(o, -EIO, "%s: cannot read the instance's trace text", tracefs_instance_get_name(s->inst));
+	f = fopen(o->check_text, "we");
+	if (!f || fwrite(text, 1, (size_t)size, f) != (size_t)size || fclose(f) != 0) {
+		free(text);
+		return fail(o, -EIO, "%s: cannot write: %s", o->check_text, strerror(errno));
+	}
+	free(text);
+	return 0;
+}
+
 static pid_t start_child(char *const *argv, int *go_fd)
 {
 	int p[2];
@@ -271,6 +291,11 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 		goto out;
 	}
 	tracefs_trace_off(s.inst);
+	if (o->check_text && (tracefs_option_enable(s.inst, TRACEFS_OPTION_SYM_OFFSET) < 0 ||
+			      tracefs_instance_set_buffer_size(s.inst, CHECK_BUFFER_KB, -1) < 0)) {
+		ret = fail(o, -EIO, "%s: cannot set sym-offset and the buffer size for --check-text", name);
+		goto out;
+	}
 	for (unsigned i = 0; i < o->nevents; i++) {
 		ret = setup_event(o, &s, &o->events[i]);
 		if (ret < 0)
@@ -343,10 +368,16 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 				break;
 			}
 		}
-		read_pages(&s, false);
+		if (!o->check_text)
+			read_pages(&s, false);
 		nanosleep(&nap, NULL);
 	}
 	tracefs_trace_off(s.inst);
+	if (o->check_text) {
+		ret = write_check_text(o, &s);
+		if (ret < 0)
+			goto out;
+	}
 	read_pages(&s, false);
 	read_pages(&s, true);
 	rs_kconv_finish(s.conv);
