@@ -47,7 +47,8 @@ struct rs_ksyms {
 /*
  * Parse kallsyms text ("ADDR TYPE NAME [MODULE]" per line) from a
  * length-bounded buffer.  Returns the number of core symbols, or -errno
- * (-ENOMEM; -ENOENT when the text has no _stext).
+ * (-ENOMEM; -ENOENT when the text has no _stext, or every address is 0:
+ * then @out holds no symbol, only .hidden).
  */
 int rs_ksyms_parse(const char *buf, size_t len, struct rs_ksyms *out);
 int rs_ksyms_read(const char *path, struct rs_ksyms *out);

@@ -121,9 +121,13 @@ int rs_ksyms_parse(const char *buf, size_t len, struct rs_ksyms *out)
 		}
 		p = nl ? nl + 1 : end;
 	}
-	out->hidden = out->n && !any_address;
-	if (!out->stext || out->hidden)
+	if (!out->stext || !any_address) {
+		bool hidden = out->n && !any_address;
+
+		rs_ksyms_free(out);
+		out->hidden = hidden;
 		return -ENOENT;
+	}
 	if (!out->etext || out->etext < out->stext)
 		out->etext = out->stext;
 	if (out->einittext < out->sinittext || out->sinittext < out->stext)
