@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <relstack/reader.h>
@@ -997,6 +998,31 @@ static void check_symbols_arg(const struct rs_tool_opts *o, const struct objects
 			    run_name(o->run), o->file, (int)len, arg, used ? names : "none");
 }
 
+/*
+ * A recorded kernel with no --symbols for it: this machine's
+ * /boot/System.map-RELEASE, if there is one (its build-id line must match
+ * the recorded one, or the frames say build-id mismatch).
+ */
+static void add_boot_system_map(struct rs_symbolizer *s, const struct rs_tool_opts *o, const struct objects *os)
+{
+	struct utsname u;
+	char path[128 + sizeof(u.release)];
+
+	for (unsigned i = 0; i < o->nsymbols; i++)
+		if (!strncmp(o->symbols[i], "vmlinux=", 8))
+			return;
+	for (unsigned k = 0; k < os->n; k++) {
+		const struct relstack_object *obj = &os->slot[k].obj;
+
+		if (os->slot[k].state || !(obj->flags & RELSTACK_OBJECT_KERNEL) || obj->base != RELSTACK_BASE_STEXT)
+			continue;
+		if (uname(&u) == 0 && snprintf(path, sizeof(path), "/boot/System.map-%s", u.release) > 0 &&
+		    access(path, R_OK) == 0)
+			rs_symbolizer_add_map(s, obj->path, path);
+		return;
+	}
+}
+
 static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o, const struct objects *os)
 {
 	struct rs_symbolizer_opts so = {
@@ -1019,6 +1045,7 @@ static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o, const
 		if (ret < 0)
 			rs_tool_input_error("--symbols %s: %s", o->symbols[i], relstack_strerror(ret));
 	}
+	add_boot_system_map(s, o, os);
 	return s;
 }
 

@@ -255,6 +255,15 @@ class Kernel(unittest.TestCase):
         self.assertEqual(p.stdout, here)
         self.assertIn("__schedule+0x", p.stdout)
 
+    def test_without_symbols_the_boot_system_map_of_this_release_is_used(self):
+        here = run("report", "--no-lines", "--symbols", "vmlinux=" + self.map, self.file).stdout
+        release = os.uname().release
+        script = (f"mount -t tmpfs none /boot && cp {self.map} /boot/System.map-{release} && "
+                  f"exec {RELSTACK} report --no-lines {self.file}")
+        p = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, here)
+
     def test_a_system_map_of_another_build_is_refused(self):
         other = os.path.join(self.tmp, "other.map")
         with open(self.map) as src, open(other, "w") as dst:
