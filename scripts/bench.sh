@@ -23,3 +23,6 @@ echo "== stack capture"
 
 echo "== buffer file write path"
 "$src/bench/ring.sh" "$build"
+
+echo "== kernel recorder"
+"$build/bench/bench_kernel" "$build/tools/relstack"

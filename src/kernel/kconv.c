@@ -65,6 +65,11 @@ struct kev {
 	uint64_t words[KWORDS_MAX];
 };
 
+struct korder {
+	uint64_t ts;
+	size_t idx;
+};
+
 struct pending {
 	bool used;
 	int pid;
@@ -88,6 +93,7 @@ struct rs_kconv {
 	struct pending *pend; /* per CPU */
 	unsigned npend;
 	struct kev *batch;
+	struct korder *order; /* the batch by time stamp: sorting 16 bytes, not a record */
 	size_t nbatch, capbatch;
 	struct rs_krecord_stats st;
 	uint64_t withheld, orphan_stacks, lost_stacks;
@@ -221,6 +227,7 @@ void rs_kconv_free(struct rs_kconv *c)
 	free(c->plans);
 	free(c->pend);
 	free(c->batch);
+	free(c->order);
 	free(c->page);
 	free(c);
 }
@@ -237,10 +244,15 @@ static struct kev *batch_add(struct rs_kconv *c)
 	if (c->nbatch == c->capbatch) {
 		size_t cap = c->capbatch ? 2 * c->capbatch : 256;
 		struct kev *nb = realloc(c->batch, cap * sizeof(*nb));
+		struct korder *no;
 
 		if (!nb)
 			return NULL;
 		c->batch = nb;
+		no = realloc(c->order, cap * sizeof(*no));
+		if (!no)
+			return NULL;
+		c->order = no;
 		c->capbatch = cap;
 	}
 	return &c->batch[c->nbatch++];
@@ -259,7 +271,11 @@ static int release(struct rs_kconv *c, struct pending *p)
 	e = batch_add(c);
 	if (!e)
 		return -ENOMEM;
-	*e = p->ev;
+	/* what the event uses of it only: a kev is mostly room */
+	memcpy(e, &p->ev, offsetof(struct kev, fields));
+	memcpy(e->fields, p->ev.fields, p->ev.fields_size);
+	memcpy(e->words, p->ev.words, p->ev.nwords * sizeof(uint64_t));
+	c->order[c->nbatch - 1] = (struct korder){ e->ts, c->nbatch - 1 };
 	return 0;
 }
 
@@ -398,9 +414,9 @@ int rs_kconv_event(struct rs_kconv *c, const void *data, size_t size, unsigned c
 	return 0;
 }
 
-static int cmp_kev(const void *a, const void *b)
+static int cmp_order(const void *a, const void *b)
 {
-	const struct kev *x = a, *y = b;
+	const struct korder *x = a, *y = b;
 
 	return x->ts < y->ts ? -1 : x->ts > y->ts;
 }
@@ -410,9 +426,9 @@ int rs_kconv_flush(struct rs_kconv *c)
 	int written = 0;
 
 	if (c->nbatch > 1)
-		qsort(c->batch, c->nbatch, sizeof(*c->batch), cmp_kev);
+		qsort(c->order, c->nbatch, sizeof(*c->order), cmp_order);
 	for (size_t i = 0; i < c->nbatch; i++) {
-		struct kev *e = &c->batch[i];
+		struct kev *e = &c->batch[c->order[i].idx];
 		int ret = 0;
 
 		if (c->rec)
