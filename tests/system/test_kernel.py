@@ -210,6 +210,41 @@ class Kernel(unittest.TestCase):
         self.assertFalse([i for i in instances() if i.startswith("relstack-")])
         self.assertEqual(top_level(), self.top_before)
 
+    def test_stack_depth_cuts_stacks_and_says_truncated(self):
+        f = os.path.join(self.tmp, "depth.rsb")
+        run("kernel", "record", "-o", f, "-e", "sched:sched_switch", "--stack-depth", "3", "-d", "0.3")
+        recs = [r for r in report_json(f) if r["has_stack"]]
+        self.assertTrue(recs)
+        for r in recs:
+            self.assertEqual(len(r["frames"]), 3)
+            self.assertFalse(r["reliable"])
+            self.assertIn("truncated", r["reasons"])
+
+    def test_a_command_is_recorded_until_it_ends(self):
+        f = os.path.join(self.tmp, "cmd.rsb")
+        t0 = time.monotonic()
+        r = run("kernel", "record", "-o", f, "-e", "sched:sched_switch", "--", "sleep", "0.3")
+        self.assertLess(time.monotonic() - t0, 30)
+        self.assertIn("events", r.stderr)
+        comms = {r["fields"]["prev_comm"] for r in report_json(f)}
+        self.assertIn("sleep", comms)
+
+    def test_bad_events_and_arguments_are_one_line_errors(self):
+        p = run("kernel", "record", "-o", os.path.join(self.tmp, "x.rsb"), "-e", "sched:no_such_event", "-d", "1",
+                check=2)
+        self.assertEqual(p.stderr.count("\n"), 1)
+        self.assertIn("sched:no_such_event: no such event", p.stderr)
+        p = run("kernel", "record", "-e", "sched:sched_switch:prev_state ==== 1", "-o",
+                os.path.join(self.tmp, "x.rsb"), "-d", "1", check=2)
+        self.assertIn("filter", p.stderr)
+        self.assertFalse([i for i in instances() if i.startswith("relstack-")])
+        p = run("kernel", "record", "-e", "nocolon", "-d", "1", check=1)
+        self.assertIn("SYSTEM:EVENT", p.stderr)
+        p = run("kernel", "import", os.path.join(self.tmp, "missing.dat"), check=2)
+        self.assertIn("missing.dat", p.stderr)
+        p = run("kernel", "frobnicate", check=1)
+        self.assertIn("unknown subcommand", p.stderr)
+
     def test_sigint_ends_the_run_and_removes_the_instance(self):
         f = os.path.join(self.tmp, "int.rsb")
         p = subprocess.Popen([RELSTACK, "kernel", "record", "-o", f, "-e", "sched:sched_switch", "-d", "60"],
