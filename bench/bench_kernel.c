@@ -305,9 +305,7 @@ static void cpu_bench(const char *relstack)
 
 int main(int argc, char **argv)
 {
-	const char *dir;
-
-	if (geteuid() != 0 || tracefs_tracing_dir_is_mounted(true, &dir) < 0) {
+	if (geteuid() != 0 || !tracefs_tracing_dir()) {
 		printf("kernel: skipped: needs root and tracefs\n");
 		return 0;
 	}

@@ -180,7 +180,8 @@ struct rs_ktab *rs_ktab_new(const struct rs_ksyms *syms, const uint8_t *bid, siz
 	o->flags = RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_KERNEL;
 	strcpy(o->path, "vmlinux");
 	o->build_id_len = (uint32_t)(bid_len < RELSTACK_BUILD_ID_MAX ? bid_len : RELSTACK_BUILD_ID_MAX);
-	memcpy(o->build_id, bid, o->build_id_len);
+	if (o->build_id_len)
+		memcpy(o->build_id, bid, o->build_id_len);
 	o->text_size = (kt->einit > kt->etext ? kt->einit : kt->etext) - kt->stext;
 	o->load_epoch = kt->epoch;
 	kt->n = 1;

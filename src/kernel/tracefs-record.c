@@ -219,7 +219,8 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (!o->nevents)
 		return fail(o, -EINVAL, "no event to record (-e SYSTEM:EVENT)");
-	if (tracefs_tracing_dir_is_mounted(true, &dir) < 0)
+	/* mounts tracefs when it is not (tracefs_tracing_dir_is_mounted() would leak its path) */
+	if (!(dir = tracefs_tracing_dir()))
 		return fail(o, -ENODEV, "tracefs: not mounted, and mounting it failed: %s", strerror(errno));
 	ret = rs_ksyms_read("/proc/kallsyms", &s.syms);
 	if (ret < 0)
@@ -430,9 +431,8 @@ static int stale_one(const char *name, void *arg)
 int rs_kinstances_stale(char (*names)[64], unsigned max, bool remove)
 {
 	struct stale_ctx c = { names, max, 0, remove, 0 };
-	const char *dir;
 
-	if (tracefs_tracing_dir_is_mounted(true, &dir) < 0)
+	if (!tracefs_tracing_dir())
 		return -ENODEV;
 	if (tracefs_instances_walk(stale_one, &c) < 0 && !c.n)
 		return c.err ? c.err : 0;
