@@ -12,59 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <traceevent/event-parse.h>
-
 #include "kernel/kernel.h"
+#include "kfixture.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static const char sched_switch_format[] =
-	"name: sched_switch\n"
-	"ID: 372\n"
-	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
-	"\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
-	"\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
-	"\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
-	"\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
-	"\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
-	"\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"print fmt: \"prev_pid=%d next_pid=%d\", REC->prev_pid, REC->next_pid\n";
-
-static const char kernel_stack_format[] =
-	"name: kernel_stack\n"
-	"ID: 4\n"
-	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
-	"\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
-	"\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n"
-	"\n"
-	"print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
-
-/* The kernel the seed pages came from: its text and the functions a verdict looks for. */
-static const char kallsyms[] =
-	"ffffffff81000000 T _stext\n"
-	"ffffffff81000000 T _text\n"
-	"ffffffff810000ba T entry_SYSCALL_64_after_hwframe\n"
-	"ffffffff81000df0 T asm_sysvec_apic_timer_interrupt\n"
-	"ffffffff81000e10 T asm_exc_page_fault\n"
-	"ffffffff81248fd0 T ret_from_fork_asm\n"
-	"ffffffff812fbf18 t common_startup_64\n"
-	"ffffffff821fa6c0 t __schedule\n"
-	"ffffffff821fb620 T schedule\n"
-	"ffffffff8220bb08 T _etext\n"
-	"ffffffff83783000 T _sinittext\n"
-	"ffffffff837f8910 T _einittext\n";
 
 static struct tep_handle *tep;
 static struct rs_ksyms syms;
@@ -72,15 +23,8 @@ static struct rs_ktab *kt;
 
 static void init(void)
 {
-	struct tep_event *ev;
-
-	tep = tep_alloc();
-	tep_set_long_size(tep, 8);
-	tep_set_page_size(tep, 4096);
-	if (tep_parse_format(tep, &ev, sched_switch_format, sizeof(sched_switch_format) - 1, "sched") ||
-	    tep_parse_format(tep, &ev, kernel_stack_format, sizeof(kernel_stack_format) - 1, "ftrace"))
-		abort();
-	if (rs_ksyms_parse(kallsyms, sizeof(kallsyms) - 1, &syms) < 0)
+	tep = kfix_tep();
+	if (rs_ksyms_parse(kfix_kallsyms, sizeof(kfix_kallsyms) - 1, &syms) < 0)
 		abort();
 	kt = rs_ktab_new(&syms, NULL, 0, "/nonexistent");
 	if (!kt)
@@ -89,7 +33,7 @@ static void init(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const int ids[] = { 372 };
+	static const int ids[] = { KFIX_SCHED_SWITCH_ID };
 	struct rs_kconv *c;
 	struct rs_ksyms s;
 	uint8_t bid[40];
