@@ -67,7 +67,16 @@ struct kev {
 
 struct korder {
 	uint64_t ts;
-	size_t idx;
+	size_t off; /* of its kent in the arena */
+};
+
+/* A record in the batch: then fields_size bytes of fields (padded to 8), then nwords words. */
+struct kent {
+	uint64_t ts;
+	int rs_id;
+	uint16_t fields_size;
+	uint32_t nwords;
+	struct relstack_verdict v;
 };
 
 struct pending {
@@ -92,8 +101,13 @@ struct rs_kconv {
 	size_t page_cap;
 	struct pending *pend; /* per CPU */
 	unsigned npend;
-	struct kev *batch;
-	struct korder *order; /* the batch by time stamp: sorting 16 bytes, not a record */
+	/*
+	 * The batch: records packed end to end (a kent, its fields, its
+	 * words), and their order by time stamp, sorted as 16-byte keys.
+	 */
+	unsigned char *arena;
+	size_t arena_len, arena_cap;
+	struct korder *order;
 	size_t nbatch, capbatch;
 	struct rs_krecord_stats st;
 	uint64_t withheld, orphan_stacks, lost_stacks;
@@ -226,7 +240,7 @@ void rs_kconv_free(struct rs_kconv *c)
 		kbuffer_free(c->kbuf);
 	free(c->plans);
 	free(c->pend);
-	free(c->batch);
+	free(c->arena);
 	free(c->order);
 	free(c->page);
 	free(c);
@@ -239,43 +253,62 @@ void rs_kconv_module_events(struct rs_kconv *c, int load_id, int free_id, struct
 	c->kt_mut = kt;
 }
 
-static struct kev *batch_add(struct rs_kconv *c)
+/* Room for one more record of @size bytes in the batch; NULL when out of memory. */
+static struct kent *batch_add(struct rs_kconv *c, size_t size)
 {
+	struct kent *e;
+
 	if (c->nbatch == c->capbatch) {
 		size_t cap = c->capbatch ? 2 * c->capbatch : 256;
-		struct kev *nb = realloc(c->batch, cap * sizeof(*nb));
-		struct korder *no;
+		struct korder *no = realloc(c->order, cap * sizeof(*no));
 
-		if (!nb)
-			return NULL;
-		c->batch = nb;
-		no = realloc(c->order, cap * sizeof(*no));
 		if (!no)
 			return NULL;
 		c->order = no;
 		c->capbatch = cap;
 	}
-	return &c->batch[c->nbatch++];
+	if (c->arena_cap - c->arena_len < size) {
+		size_t cap = c->arena_cap ? 2 * c->arena_cap : 1 << 16;
+		unsigned char *na;
+
+		while (cap - c->arena_len < size)
+			cap *= 2;
+		na = realloc(c->arena, cap);
+		if (!na)
+			return NULL;
+		c->arena = na;
+		c->arena_cap = cap;
+	}
+	e = (struct kent *)(c->arena + c->arena_len);
+	c->order[c->nbatch++] = (struct korder){ 0, c->arena_len };
+	c->arena_len += size;
+	return e;
+}
+
+static inline size_t fields_room(size_t fields_size)
+{
+	return (fields_size + 7) & ~(size_t)7;
 }
 
 /* The CPU's waiting event goes to the batch, with whatever stack it has. */
 static int release(struct rs_kconv *c, struct pending *p)
 {
-	struct kev *e;
+	size_t room = fields_room(p->ev.fields_size);
+	struct kent *e;
 
 	if (!p->used)
 		return 0;
 	p->used = false;
 	if (!p->ev.nwords)
 		c->lost_stacks++;
-	e = batch_add(c);
+	e = batch_add(c, sizeof(*e) + room + p->ev.nwords * sizeof(uint64_t));
 	if (!e)
 		return -ENOMEM;
-	/* what the event uses of it only: a kev is mostly room */
-	memcpy(e, &p->ev, offsetof(struct kev, fields));
-	memcpy(e->fields, p->ev.fields, p->ev.fields_size);
-	memcpy(e->words, p->ev.words, p->ev.nwords * sizeof(uint64_t));
-	c->order[c->nbatch - 1] = (struct korder){ e->ts, c->nbatch - 1 };
+	/* what the event uses of its kev only: a kev is mostly room */
+	*e = (struct kent){ p->ev.ts, p->ev.rs_id, p->ev.fields_size, p->ev.nwords, p->ev.v };
+	memcpy(e + 1, p->ev.fields, p->ev.fields_size);
+	memcpy((unsigned char *)(e + 1) + room, p->ev.words, p->ev.nwords * sizeof(uint64_t));
+	c->order[c->nbatch - 1].ts = e->ts;
 	return 0;
 }
 
@@ -428,11 +461,15 @@ int rs_kconv_flush(struct rs_kconv *c)
 	if (c->nbatch > 1)
 		qsort(c->order, c->nbatch, sizeof(*c->order), cmp_order);
 	for (size_t i = 0; i < c->nbatch; i++) {
-		struct kev *e = &c->batch[c->order[i].idx];
+		const struct kent *e = (const struct kent *)(c->arena + c->order[i].off);
+		const unsigned char *fields = (const unsigned char *)(e + 1);
+		uint64_t words[KWORDS_MAX];
 		int ret = 0;
 
+		/* the words' copy is aligned for the writer */
+		memcpy(words, fields + fields_room(e->fields_size), e->nwords * sizeof(uint64_t));
 		if (c->rec)
-			ret = relstack_recorder__write(c->rec, (unsigned)e->rs_id, e->words, e->nwords, &e->v, e->fields,
+			ret = relstack_recorder__write(c->rec, (unsigned)e->rs_id, words, e->nwords, &e->v, fields,
 						       e->fields_size, e->nwords ? 0 : RELSTACK_RECORD_NO_STACK);
 		if (ret < 0)
 			c->st.lost++;
@@ -441,6 +478,7 @@ int rs_kconv_flush(struct rs_kconv *c)
 	}
 	c->st.events += (uint64_t)written;
 	c->nbatch = 0;
+	c->arena_len = 0;
 	return written;
 }
 
