@@ -195,26 +195,39 @@ static int cmd_clean(int argc, char **argv)
 	return 0;
 }
 
+/* -o FILE and -h, for symbols and import: -1 to go on (optind at the operands), else the exit status. */
+static int output_option(int argc, char **argv, const char *sub, const char **out)
+{
+	char what[64];
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt(argc, argv, "o:h")) != -1) {
+		if (c == 'o') {
+			*out = optarg;
+		} else if (c == 'h') {
+			fputs(kernel_usage, stdout);
+			return 0;
+		} else {
+			snprintf(what, sizeof(what), "%s: unknown option or missing argument '%%s'", sub);
+			return usage(what, argv[optind - 1]);
+		}
+	}
+	return -1;
+}
+
 static int cmd_symbols(int argc, char **argv)
 {
 	const char *out = NULL;
 	struct rs_ksyms s;
 	uint8_t bid[RELSTACK_BUILD_ID_MAX];
-	char notes[512];
-	size_t len = 0;
-	int c, ret, bid_len;
-	FILE *f, *nf;
+	int ret, bid_len;
+	FILE *f;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt(argc, argv, "o:h")) != -1) {
-		if (c == 'o')
-			out = optarg;
-		else if (c == 'h')
-			return fputs(kernel_usage, stdout), 0;
-		else
-			return usage("symbols: unknown option or missing argument '%s'", argv[optind - 1]);
-	}
+	ret = output_option(argc, argv, "symbols", &out);
+	if (ret >= 0)
+		return ret;
 	if (optind < argc)
 		return usage("symbols: unexpected argument '%s'", argv[optind]);
 	ret = rs_ksyms_read("/proc/kallsyms", &s);
@@ -223,12 +236,7 @@ static int cmd_symbols(int argc, char **argv)
 			ret == -ENOENT ? "no kernel addresses (run as root)" : strerror(-ret));
 		return EXIT_INPUT;
 	}
-	nf = fopen("/sys/kernel/notes", "re");
-	if (nf) {
-		len = fread(notes, 1, sizeof(notes), nf);
-		fclose(nf);
-	}
-	bid_len = rs_knotes_build_id(notes, len, bid, sizeof(bid));
+	bid_len = rs_kernel_build_id(bid, sizeof(bid));
 	f = out ? fopen(out, "we") : stdout;
 	if (!f) {
 		fprintf(stderr, "relstack kernel symbols: %s: %s\n", out, strerror(errno));
@@ -248,18 +256,11 @@ static int cmd_import(int argc, char **argv)
 {
 	const char *out = "relstack-kernel.rsb", *in = NULL;
 	char err[1024] = "";
-	int c, ret;
+	int ret;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt(argc, argv, "o:h")) != -1) {
-		if (c == 'o')
-			out = optarg;
-		else if (c == 'h')
-			return fputs(kernel_usage, stdout), 0;
-		else
-			return usage("import: unknown option or missing argument '%s'", argv[optind - 1]);
-	}
+	ret = output_option(argc, argv, "import", &out);
+	if (ret >= 0)
+		return ret;
 	if (optind + 1 < argc)
 		return usage("import: one TRACE.DAT only, '%s' is extra", argv[optind + 1]);
 	in = optind < argc ? argv[optind] : NULL;

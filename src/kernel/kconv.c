@@ -93,7 +93,7 @@ struct rs_kconv {
 	struct kbuffer *kbuf;
 	unsigned depth;
 	struct plan *plans;
-	unsigned nplans, capplans;
+	size_t nplans, capplans;
 	bool every_event;     /* no ids given: each event type gets its schema when first seen */
 	int stack_id, load_id, free_id;
 	int stack_size_off, stack_caller_off;
@@ -115,6 +115,23 @@ struct rs_kconv {
 
 static int define_plan(struct rs_kconv *c, struct tep_event *ev, struct plan *p);
 
+/* Make room for one more of @elem-byte items in *@v (*@cap of them): 0 or -ENOMEM. */
+static int grow(void **v, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	size_t nc;
+	void *nv;
+
+	if (n < *cap)
+		return 0;
+	nc = *cap ? 2 * *cap : first;
+	nv = realloc(*v, nc * elem);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+
 static struct plan *plan_of(struct rs_kconv *c, int id)
 {
 	struct tep_event *ev;
@@ -125,15 +142,8 @@ static struct plan *plan_of(struct rs_kconv *c, int id)
 	if (!c->every_event || id == c->stack_id || id == c->load_id || id == c->free_id ||
 	    !(ev = tep_find_event(c->tep, id)))
 		return NULL;
-	if (c->nplans == c->capplans) {
-		unsigned cap = c->capplans ? 2 * c->capplans : 16;
-		struct plan *np = realloc(c->plans, cap * sizeof(*np));
-
-		if (!np)
-			return NULL;
-		c->plans = np;
-		c->capplans = cap;
-	}
+	if (grow((void **)&c->plans, &c->capplans, c->nplans, sizeof(*c->plans), 16) < 0)
+		return NULL;
 	if (define_plan(c, ev, &c->plans[c->nplans]) < 0)
 		return NULL;
 	return &c->plans[c->nplans++];
@@ -258,15 +268,8 @@ static struct kent *batch_add(struct rs_kconv *c, size_t size)
 {
 	struct kent *e;
 
-	if (c->nbatch == c->capbatch) {
-		size_t cap = c->capbatch ? 2 * c->capbatch : 256;
-		struct korder *no = realloc(c->order, cap * sizeof(*no));
-
-		if (!no)
-			return NULL;
-		c->order = no;
-		c->capbatch = cap;
-	}
+	if (grow((void **)&c->order, &c->capbatch, c->nbatch, sizeof(*c->order), 256) < 0)
+		return NULL;
 	if (c->arena_cap - c->arena_len < size) {
 		size_t cap = c->arena_cap ? 2 * c->arena_cap : 1 << 16;
 		unsigned char *na;

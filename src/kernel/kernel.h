@@ -72,6 +72,8 @@ uint64_t rs_kaslr_offset(const struct rs_ksyms *s, const char *config_gz);
  * (at most @max), or -ENOENT.
  */
 int rs_knotes_build_id(const void *buf, size_t len, uint8_t *out, size_t max);
+/* The running kernel's, from /sys/kernel/notes: its length, or -errno (-ENOENT: none). */
+int rs_kernel_build_id(uint8_t *out, size_t max);
 
 /* ---- the kernel object table ---- */
 

@@ -18,17 +18,6 @@
 #include "kernel/kernel.h"
 #include "relstack-local.h"
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One line [p, e): "ADDR TYPE NAME [MODULE]".  False for anything else. */
 static bool parse_line(const char *p, const char *e, uint64_t *addr, char *type, const char **name,
 		       size_t *name_len, bool *module)
@@ -36,7 +25,7 @@ static bool parse_line(const char *p, const char *e, uint64_t *addr, char *type,
 	uint64_t a = 0;
 	int digits = 0, d;
 
-	while (p < e && (d = hexval(*p)) >= 0) {
+	while (p < e && (d = rs_hexval(*p)) >= 0) {
 		if (++digits > 16)
 			return false;
 		a = a << 4 | (uint64_t)d;
@@ -276,4 +265,17 @@ int rs_knotes_build_id(const void *buf, size_t len, uint8_t *out, size_t max)
 		off += name_pad + desc_pad;
 	}
 	return -ENOENT;
+}
+
+int rs_kernel_build_id(uint8_t *out, size_t max)
+{
+	char notes[512];
+	FILE *f = fopen("/sys/kernel/notes", "re");
+	size_t len;
+
+	if (!f)
+		return -errno;
+	len = fread(notes, 1, sizeof(notes), f);
+	fclose(f);
+	return rs_knotes_build_id(notes, len, out, max);
 }

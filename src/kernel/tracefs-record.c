@@ -212,7 +212,7 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 	int *ids = NULL;
 	const char **systems = NULL;
 	const char *dir;
-	char name[64], notes[512];
+	char name[64];
 	double t0;
 
 	memset(&s, 0, sizeof(s));
@@ -226,16 +226,9 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 	if (ret < 0)
 		return fail(o, ret, "/proc/kallsyms: %s", ret == -ENOENT ? "no kernel addresses (run as root)" :
 			    strerror(-ret));
-	{
-		FILE *f = fopen("/sys/kernel/notes", "re");
-		size_t len = f ? fread(notes, 1, sizeof(notes), f) : 0;
-
-		if (f)
-			fclose(f);
-		bid_len = rs_knotes_build_id(notes, len, bid, sizeof(bid));
-		if (bid_len < 0)
-			bid_len = 0;
-	}
+	bid_len = rs_kernel_build_id(bid, sizeof(bid));
+	if (bid_len < 0)
+		bid_len = 0;
 	s.kt = rs_ktab_new(&s.syms, bid, (size_t)bid_len, "");
 	if (!s.kt) {
 		ret = fail(o, -errno, "kernel object table: %s", strerror(errno));
