@@ -24,7 +24,8 @@ static const char kernel_usage[] =
 	"  record [-o FILE] [-e SYSTEM:EVENT[:FILTER]]... [--stack-depth N] [-d SECONDS | -- COMMAND ARGS]\n"
 	"           record the events, each with its kernel stack, into FILE\n"
 	"           (default relstack-kernel.rsb), in a tracefs instance of its own;\n"
-	"           --check-text TEXT also keeps the kernel's own symbolised text of them\n"
+	"           --check-text TEXT also keeps the kernel's own symbolised text of them;\n"
+	"           --size MIB sizes the file's ring (default 16; the oldest records make room)\n"
 	"  clean    remove the tracefs instances of relstack runs that are gone\n"
 	"  symbols [-o FILE]\n"
 	"           write the running kernel's symbols as a System.map (link-time\n"
@@ -106,6 +107,7 @@ static int cmd_record(int argc, char **argv)
 		{ "stack-depth", required_argument, NULL, 'D' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "check-text", required_argument, NULL, 'C' },
+		{ "size", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -143,6 +145,11 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'C':
 			o.check_text = optarg;
+			break;
+		case 'S':
+			o.ring_size = strtoull(optarg, &end, 10) << 20;
+			if (end == optarg || *end || !o.ring_size || o.ring_size > (1ull << 30))
+				return usage("--size: expected MiB of the file's ring, 1..1024, not '%s'", optarg);
 			break;
 		case 'h':
 			fputs(kernel_usage, stdout);

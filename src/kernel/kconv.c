@@ -454,7 +454,10 @@ static int cmp_order(const void *a, const void *b)
 {
 	const struct korder *x = a, *y = b;
 
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
+	/* equal time stamps keep the order they were read in: a CPU's ring order */
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
 }
 
 int rs_kconv_flush(struct rs_kconv *c)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <trace-cmd/trace-cmd.h>
 #include <traceevent/event-parse.h>
@@ -81,6 +82,7 @@ int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t er
 	struct rs_ktab *kt = NULL;
 	struct import im = { 0 };
 	struct rs_krecord_stats st;
+	struct stat sb;
 	int ret;
 
 	memset(&syms, 0, sizeof(syms));
@@ -107,6 +109,11 @@ int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t er
 		ret = fail(errbuf, errbuf_sz, -errno, "kernel object table: %s", strerror(errno));
 		goto out;
 	}
+	/* room for every event: relative records take about what the file's events do */
+	if (stat(tracedat, &sb) == 0)
+		ro.size = (uint64_t)sb.st_size * 4 > (1ull << 30) ? 1ull << 30 : (uint64_t)sb.st_size * 4;
+	if (ro.size < (16ull << 20))
+		ro.size = 16ull << 20;
 	rec = rs_recorder_open_foreign(output, &ro);
 	if (!rec) {
 		ret = fail(errbuf, errbuf_sz, -errno, "%s: %s", output, relstack_strerror(errno));
