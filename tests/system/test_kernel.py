@@ -55,14 +55,27 @@ def run(*args, check=0, **kw):
     return p
 
 
-def workload(seconds):
-    """Sleeps, pipes and getppid calls: stacks through several system calls."""
-    code = ("import os,time\n"
+WORKLOAD = "rs-workload"
+
+
+def workload_cmd(seconds):
+    """Sleeps, pipes and getppid calls, by a task named WORKLOAD: stacks through several system calls."""
+    code = (f"open('/proc/self/comm', 'w').write('{WORKLOAD}')\n"
+            "import os,time\n"
             f"end=time.time()+{seconds}\n"
             "while time.time()<end:\n"
             "    os.getppid(); r,w=os.pipe(); os.write(w,b'x'); os.read(r,1); os.close(r); os.close(w)\n"
             "    time.sleep(0.002)\n")
-    return subprocess.Popen([sys.executable, "-c", code])
+    return ["--", sys.executable, "-c", code]
+
+
+def workload(seconds):
+    return subprocess.Popen(workload_cmd(seconds)[1:])
+
+
+# the workload's events only: a busy machine switches tasks far more than a test needs
+OURS = f'comm == "{WORKLOAD}"'
+
 
 
 def kernel_image():
@@ -152,12 +165,9 @@ class Kernel(unittest.TestCase):
         cls.top_before = top_level()
         cls.file = os.path.join(cls.tmp, "k.rsb")
         cls.text = os.path.join(cls.tmp, "k.txt")
-        # the workload's events only: a busy machine switches tasks far more than the test needs
-        w = workload(1.5)
-        cls.rec = run("kernel", "record", "-o", cls.file, "-e", f"sched:sched_switch:common_pid == {w.pid}",
-                      "-e", f"raw_syscalls:sys_enter:id == {GETPPID} && common_pid == {w.pid}",
-                      "--check-text", cls.text, "--size", "64", "-d", "1")
-        w.wait()
+        cls.rec = run("kernel", "record", "-o", cls.file, "-e", f"sched:sched_switch:{OURS}",
+                      "-e", f"raw_syscalls:sys_enter:id == {GETPPID} && {OURS}",
+                      "--check-text", cls.text, "--size", "64", *workload_cmd(1))
         cls.records = report_json(cls.file, "--symbols", "vmlinux=" + cls.map)
 
     @classmethod
@@ -195,10 +205,7 @@ class Kernel(unittest.TestCase):
 
     def test_a_filtered_sched_switch_keeps_only_sleeping_tasks(self):
         f = os.path.join(self.tmp, "filtered.rsb")
-        w = workload(1)
-        run("kernel", "record", "-o", f, "-e", f"sched:sched_switch:prev_state == 1 && common_pid == {w.pid}", "-d",
-            "0.5")
-        w.wait()
+        run("kernel", "record", "-o", f, "-e", f"sched:sched_switch:prev_state == 1 && {OURS}", *workload_cmd(0.5))
         states = [r["fields"]["prev_state"] for r in report_json(f)]
         self.assertTrue(states)
         self.assertEqual(set(states), {1})
@@ -217,10 +224,7 @@ class Kernel(unittest.TestCase):
 
     def test_stack_depth_cuts_stacks_and_says_truncated(self):
         f = os.path.join(self.tmp, "depth.rsb")
-        w = workload(0.5)
-        run("kernel", "record", "-o", f, "-e", f"sched:sched_switch:common_pid == {w.pid}", "--stack-depth", "3",
-            "-d", "0.3")
-        w.wait()
+        run("kernel", "record", "-o", f, "-e", f"sched:sched_switch:{OURS}", "--stack-depth", "3", *workload_cmd(0.3))
         recs = [r for r in report_json(f) if r["has_stack"]]
         self.assertTrue(recs)
         for r in recs:
@@ -325,13 +329,11 @@ class Kernel(unittest.TestCase):
         inst = os.path.join(TRACEFS, "instances", name)
         os.mkdir(inst)
         try:
-            w = workload(0.5)
-            for path, value in (("options/stacktrace", "1"),
-                                ("events/sched/sched_switch/filter", f"common_pid == {w.pid}"),
+            for path, value in (("options/stacktrace", "1"), ("events/sched/sched_switch/filter", OURS),
                                 ("events/sched/sched_switch/enable", "1")):
                 with open(os.path.join(inst, path), "w") as f:
                     f.write(value)
-            w.wait()
+            workload(0.5).wait()
             with open(os.path.join(inst, "tracing_on"), "w") as f:
                 f.write("0")
             dat = os.path.join(self.tmp, "t.dat")
