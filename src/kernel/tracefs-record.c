@@ -59,7 +59,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-struct session {
+struct krun {
 	struct tracefs_instance *inst;
 	struct tep_handle *tep;
 	struct tracefs_cpu **cpus;
@@ -73,7 +73,7 @@ struct session {
 	pid_t child;
 };
 
-static void end_session(struct session *s)
+static void krun_end(struct krun *s)
 {
 	for (int i = 0; s->cpus && i < s->ncpus; i++)
 		if (s->cpus[i])
@@ -120,7 +120,7 @@ static const char **systems_of(const struct rs_krecord_opts *o)
 	return v;
 }
 
-static int read_pages(struct session *s, bool flush)
+static int read_pages(struct krun *s, bool flush)
 {
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
 		int n;
@@ -133,7 +133,7 @@ static int read_pages(struct session *s, bool flush)
 	return rs_kconv_flush(s->conv);
 }
 
-static int setup_event(const struct rs_krecord_opts *o, struct session *s, const struct rs_kevent_spec *e)
+static int setup_event(const struct rs_krecord_opts *o, struct krun *s, const struct rs_kevent_spec *e)
 {
 	char trig[4200];
 	char *err;
@@ -158,7 +158,7 @@ static int setup_event(const struct rs_krecord_opts *o, struct session *s, const
 }
 
 /* The instance's "trace" text (read without consuming), into o->check_text. */
-static int write_check_text(const struct rs_krecord_opts *o, struct session *s)
+static int write_check_text(const struct rs_krecord_opts *o, struct krun *s)
 {
 	int size = 0;
 	char *text = tracefs_instance_file_read(s->inst, "trace", &size);
@@ -205,7 +205,7 @@ static pid_t start_child(char *const *argv, int *go_fd)
 
 int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 {
-	struct session s;
+	struct krun s;
 	struct relstack_recorder_opts ro = RELSTACK_RECORDER_OPTS_INIT;
 	uint8_t bid[RELSTACK_BUILD_ID_MAX];
 	int bid_len = 0, ret, go_fd = -1;
@@ -383,7 +383,7 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 out:
 	if (go_fd >= 0)
 		close(go_fd);
-	end_session(&s);
+	krun_end(&s);
 	free(ids);
 	free(systems);
 	return ret;
