@@ -29,3 +29,6 @@ echo "== buffer file write path"
 
 echo "== agent (relstack record)"
 "$src/bench/record.py" "$build"
+
+echo "== kernel recorder"
+"$build/bench/bench_kernel" "$build/tools/relstack"

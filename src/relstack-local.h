@@ -40,4 +40,16 @@ static inline uint32_t rs_hash32(uint32_t h, const void *p, size_t n)
 }
 #define RS_HASH32_INIT 2166136261u
 
+/* The value of one hex digit, or -1. */
+static inline int rs_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif

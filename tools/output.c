@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <relstack/reader.h>
@@ -645,7 +646,10 @@ static void decode_frame(struct relstack_reader *r, enum relstack_run_which w, c
 /*
  * Decode every word of @rec into @out.  Every frame is a return address
  * except the first of an asynchronous start (the interrupted pc) and the
- * one after a SIGNAL marker (the pc the signal interrupted).
+ * one after a SIGNAL marker (the pc the signal interrupted).  A kernel
+ * object's frames are named at the address itself, as the kernel's own
+ * stack traces name them (a call that does not return names the next
+ * function there too).
  */
 static void decode_frames(struct relstack_reader *r, enum relstack_run_which w, const struct objects *os,
 			  const struct relstack_record *rec, struct frame *out)
@@ -654,7 +658,8 @@ static void decode_frames(struct relstack_reader *r, enum relstack_run_which w, 
 
 	for (size_t i = 0; i < rec->nwords; i++) {
 		decode_frame(r, w, os, rec, rec->words[i], &out[i]);
-		out[i].return_address = !exact && out[i].e.kind == RELSTACK_ENTRY_OBJECT && out[i].e.offset > 0;
+		out[i].return_address = !exact && out[i].e.kind == RELSTACK_ENTRY_OBJECT && out[i].e.offset > 0 &&
+					!(out[i].obj->flags & RELSTACK_OBJECT_KERNEL);
 		exact = out[i].e.kind == RELSTACK_ENTRY_MARKER && out[i].e.marker == RELSTACK_MARKER_SIGNAL;
 	}
 }
@@ -1041,6 +1046,31 @@ static void check_symbols_arg(const struct rs_tool_opts *o, const struct objects
 			    run_name(o->run), o->file, (int)len, arg, used ? names : "none");
 }
 
+/*
+ * A recorded kernel with no --symbols for it: this machine's
+ * /boot/System.map-RELEASE, if there is one (its build-id line must match
+ * the recorded one, or the frames say build-id mismatch).
+ */
+static void add_boot_system_map(struct rs_symbolizer *s, const struct rs_tool_opts *o, const struct objects *os)
+{
+	struct utsname u;
+	char path[128 + sizeof(u.release)];
+
+	for (unsigned i = 0; i < o->nsymbols; i++)
+		if (!strncmp(o->symbols[i], "vmlinux=", 8))
+			return;
+	for (unsigned k = 0; k < os->n; k++) {
+		const struct relstack_object *obj = &os->slot[k].obj;
+
+		if (os->slot[k].state || !(obj->flags & RELSTACK_OBJECT_KERNEL) || obj->base != RELSTACK_BASE_STEXT)
+			continue;
+		if (uname(&u) == 0 && snprintf(path, sizeof(path), "/boot/System.map-%s", u.release) > 0 &&
+		    access(path, R_OK) == 0)
+			rs_symbolizer_add_map(s, obj->path, path);
+		return;
+	}
+}
+
 static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o, const struct objects *os)
 {
 	struct rs_symbolizer_opts so = {
@@ -1063,6 +1093,7 @@ static struct rs_symbolizer *make_symbolizer(const struct rs_tool_opts *o, const
 		if (ret < 0)
 			rs_tool_input_error("--symbols %s: %s", o->symbols[i], relstack_strerror(ret));
 	}
+	add_boot_system_map(s, o, os);
 	return s;
 }
 

@@ -47,4 +47,7 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 /* relstack record [OPTIONS] -- PROGRAM ARGS (tools/record.c): the program's exit status. */
 int rs_tool_record(int argc, char **argv);
 
+/* relstack kernel ... (tools/kernel.c): @argv[0] is "kernel".  Returns the exit status. */
+int rs_tool_kernel(int argc, char **argv);
+
 #endif

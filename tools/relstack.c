@@ -75,6 +75,7 @@ static const char main_usage[] =
 	"  dump     every record, frames as object + offset (no symbols: safe to share)\n"
 	"  report   every record, frames symbolised (function, file:line, inlined frames)\n"
 	"  record   run a program with the agent preloaded: crashes, samples, calls\n"
+	"  kernel   kernel stacks through tracefs: record, clean, symbols, import\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help       this help; 'relstack COMMAND --help' for a command's options\n"
@@ -397,6 +398,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "record") == 0)
 		return rs_tool_record(argc - 1, argv + 1);
+	if (strcmp(cmd, "kernel") == 0)
+		return rs_tool_kernel(argc - 1, argv + 1);
 	if (strcmp(cmd, "info") == 0) {
 		parse_args(argc - 1, argv + 1, info_usage, false, false, &o);
 		r = open_file(&o);

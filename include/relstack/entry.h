@@ -136,6 +136,7 @@ enum relstack_object_base {
 #define RELSTACK_OBJECT_MAIN 0x2u        /* the main executable */
 #define RELSTACK_OBJECT_PATH_CUT 0x4u    /* path longer than the record keeps */
 #define RELSTACK_OBJECT_NO_FP 0x8u       /* known not to keep frame pointers */
+#define RELSTACK_OBJECT_KERNEL 0x10u     /* the kernel or a module: its frames are named as the kernel names them */
 
 #define RELSTACK_PATH_MAX 256
 #define RELSTACK_BUILD_ID_MAX 40

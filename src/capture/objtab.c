@@ -431,7 +431,7 @@ static bool same_object(unsigned i, const struct found *f)
 
 /* ---- persisted images ---- */
 
-static void image_write_head(void *mem, unsigned capacity, bool with_addresses)
+void rs_objtab_image_put_head(void *mem, unsigned capacity, unsigned flags, uint64_t epoch, uint64_t full)
 {
 	struct rs_objtab_image_head *h = mem;
 
@@ -439,18 +439,23 @@ static void image_write_head(void *mem, unsigned capacity, bool with_addresses)
 	h->version = RS_OBJTAB_IMAGE_VERSION;
 	h->record_size = sizeof(struct rs_objtab_record);
 	h->capacity = capacity;
-	h->flags = with_addresses ? RS_IMAGE_ADDRESSES : 0;
-	h->epoch = T.epoch;
-	h->full = atomic_load_explicit(&st_full, memory_order_relaxed);
+	h->flags = flags;
+	h->epoch = epoch;
+	h->full = full;
 	h->reserved = 0;
 	h->head_hash = rs_hash32(RS_HASH32_INIT, h, offsetof(struct rs_objtab_image_head, head_hash));
 }
 
-static void image_write_record(void *mem, unsigned slot, bool with_addresses)
+static void image_write_head(void *mem, unsigned capacity, bool with_addresses)
+{
+	rs_objtab_image_put_head(mem, capacity, with_addresses ? RS_IMAGE_ADDRESSES : 0, T.epoch,
+				 atomic_load_explicit(&st_full, memory_order_relaxed));
+}
+
+void rs_objtab_image_put(void *mem, unsigned slot, const struct relstack_object *o, uint64_t load_address)
 {
 	struct rs_objtab_record *r =
 		(struct rs_objtab_record *)((char *)mem + sizeof(struct rs_objtab_image_head)) + slot;
-	const struct relstack_object *o = &T.slot[slot];
 	_Atomic uint32_t *seq = (_Atomic uint32_t *)&r->seq;
 	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
 
@@ -470,12 +475,19 @@ static void image_write_record(void *mem, unsigned slot, bool with_addresses)
 	r->text_size = o->text_size;
 	r->load_epoch = o->load_epoch;
 	r->unload_epoch = o->unload_epoch;
-	r->load_address = with_addresses && o->state == RELSTACK_OBJECT_LOADED ? T.bias[slot] : 0;
+	r->load_address = load_address;
 	memcpy(r->path, o->path, sizeof(r->path));
 	r->hash = rs_hash32(RS_HASH32_INIT, &r->slot, sizeof(*r) - offsetof(struct rs_objtab_record, slot));
 	atomic_signal_fence(memory_order_seq_cst);
 	s = atomic_load_explicit(seq, memory_order_relaxed);
 	atomic_store_explicit(seq, s + 1, memory_order_release);
+}
+
+static void image_write_record(void *mem, unsigned slot, bool with_addresses)
+{
+	const struct relstack_object *o = &T.slot[slot];
+
+	rs_objtab_image_put(mem, slot, o, with_addresses && o->state == RELSTACK_OBJECT_LOADED ? T.bias[slot] : 0);
 }
 
 static void image_write_all(void *mem, unsigned capacity, bool with_addresses)

@@ -155,6 +155,16 @@ static inline size_t rs_objtab_image_size(unsigned capacity)
 RS_HIDDEN int rs_objtab_mirror_attach(void *mem, size_t size, unsigned capacity, bool with_addresses);
 RS_HIDDEN void rs_objtab_mirror_detach(int id);
 
+/*
+ * Write an image head, and one slot's record, for a table kept by
+ * someone else (the kernel's objects, src/kernel/): the record is odd
+ * while written, as a mirror's.
+ */
+RS_HIDDEN void rs_objtab_image_put_head(void *mem, unsigned capacity, unsigned flags, uint64_t epoch,
+					uint64_t full);
+RS_HIDDEN void rs_objtab_image_put(void *mem, unsigned slot, const struct relstack_object *o,
+				   uint64_t load_address);
+
 /* Write a one-off image of the current table (for tests and snapshots). */
 RS_HIDDEN int rs_objtab_image_write(void *mem, size_t size, unsigned capacity, bool with_addresses);
 

@@ -34,17 +34,6 @@ static inline bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-static inline int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* A hex number of 1..16 digits spanning [p, e) exactly. */
 static bool parse_hex(const char *p, const char *e, uint64_t *v)
 {
@@ -53,7 +42,7 @@ static bool parse_hex(const char *p, const char *e, uint64_t *v)
 	if (p == e || e - p > 16)
 		return false;
 	for (; p < e; p++) {
-		int d = hexval(*p);
+		int d = rs_hexval(*p);
 
 		if (d < 0)
 			return false;
@@ -93,7 +82,7 @@ static void parse_comment(const char *p, const char *e, struct rs_nminfo *info)
 	if (q == p || (q - p) % 2 || (size_t)(q - p) / 2 > sizeof(info->build_id))
 		return;
 	for (size_t i = 0; p + 1 < q; p += 2, i++) {
-		int hi = hexval(p[0]), lo = hexval(p[1]);
+		int hi = rs_hexval(p[0]), lo = rs_hexval(p[1]);
 
 		if (hi < 0 || lo < 0) {
 			info->build_id_len = 0;

@@ -4,6 +4,8 @@
 #define RELSTACK_RECORDER_LOCAL_H
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "relstack/recorder.h"
@@ -22,6 +24,7 @@ struct relstack_recorder {
 	uint16_t schema_size[RS_SCHEMAS]; /* 0 and undefined look alike: see schemas[].seq */
 	unsigned flags;               /* RELSTACK_RECORDER_* */
 	int mirror;                   /* object table mirror id */
+	bool foreign_objtab;          /* the run's object table is kept by the caller, not this process's */
 };
 
 RS_HIDDEN void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_head *h,
@@ -29,5 +32,17 @@ RS_HIDDEN void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struc
 RS_HIDDEN uint32_t rs_ring_tid(void);
 /* The crash handler drops its recorder before it is closed. */
 RS_HIDDEN void rs_crash_handler_forget(struct relstack_recorder *rec);
+
+/*
+ * A recorder whose run keeps an object table that is not this process's
+ * (the kernel's objects): the image starts empty, and the caller fills it
+ * through rs_recorder_objtab_image() with rs_objtab_image_put*().
+ */
+RS_HIDDEN struct relstack_recorder *rs_recorder_open_foreign(const char *path,
+							      const struct relstack_recorder_opts *opts);
+/* That image; NULL for a recorder that mirrors the process's table. */
+RS_HIDDEN void *rs_recorder_objtab_image(struct relstack_recorder *rec, size_t *size, unsigned *capacity);
+/* Records the source lost before they reached the recorder (a kernel ring's overruns): the run's lost counter. */
+RS_HIDDEN void rs_recorder_count_lost(struct relstack_recorder *rec, uint64_t n);
 
 #endif

@@ -493,7 +493,8 @@ fail:
 	return ret;
 }
 
-struct relstack_recorder *relstack_recorder__open(const char *path, const struct relstack_recorder_opts *opts)
+static struct relstack_recorder *open_recorder(const char *path, const struct relstack_recorder_opts *opts,
+					       bool foreign_objtab)
 {
 	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
 	struct relstack_recorder *rec = NULL;
@@ -594,6 +595,10 @@ struct relstack_recorder *relstack_recorder__open(const char *path, const struct
 	rs_ring_init(&rec->ring);
 
 	RS_KILL_POINT("open-objtab");
+	if (foreign_objtab) {
+		rec->foreign_objtab = true;
+		return rec;
+	}
 	ret = rs_objtab_mirror_attach(rec->area + rec->run->objtab_offset, rec->run->objtab_size, cap,
 				      (o.flags & RELSTACK_RECORDER_ABSOLUTE) != 0);
 	if (ret < 0)
@@ -627,6 +632,34 @@ fail:
 		close(fd);
 	errno = -ret;
 	return NULL;
+}
+
+struct relstack_recorder *relstack_recorder__open(const char *path, const struct relstack_recorder_opts *opts)
+{
+	return open_recorder(path, opts, false);
+}
+
+struct relstack_recorder *rs_recorder_open_foreign(const char *path, const struct relstack_recorder_opts *opts)
+{
+	struct relstack_recorder *rec = open_recorder(path, opts, true);
+
+	if (rec)
+		rs_objtab_image_put_head(rec->area + rec->run->objtab_offset, rec->file->objtab_capacity, 0, 0, 0);
+	return rec;
+}
+
+void *rs_recorder_objtab_image(struct relstack_recorder *rec, size_t *size, unsigned *capacity)
+{
+	if (!rec->foreign_objtab)
+		return NULL;
+	*size = rec->run->objtab_size;
+	*capacity = rec->file->objtab_capacity;
+	return rec->area + rec->run->objtab_offset;
+}
+
+void rs_recorder_count_lost(struct relstack_recorder *rec, uint64_t n)
+{
+	atomic_fetch_add_explicit((_Atomic uint64_t *)&rec->run->lost, n, memory_order_relaxed);
 }
 
 int relstack_recorder__flush(struct relstack_recorder *rec)
