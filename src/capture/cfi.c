@@ -55,7 +55,8 @@ struct run {
 	unsigned depth;
 	uintptr_t loc, end; /* end: the FDE's; no row starts at or past it */
 	const struct cie *cie;
-	struct rs_cfi_builder *b; /* where each row closed by an advance goes */
+	struct rs_cfi_builder *b; /* where each row closed by an advance goes; NULL: a lookup */
+	uintptr_t pc;             /* a lookup's address: the run stops once a row covers it */
 	bool in_fde; /* restore takes the CIE's rules (only in an FDE) */
 };
 
@@ -87,12 +88,20 @@ static inline int64_t factored(uint64_t v, int64_t factor)
 	return (int64_t)(v * (uint64_t)factor);
 }
 
-/* Move to @loc: the rules so far hold from the current location up to it. */
-static inline void advance(struct run *r, uintptr_t loc)
+/*
+ * Move to @loc: the rules so far hold from the current location up to
+ * it.  True when a lookup's row is complete (loc passed its pc).
+ */
+static inline bool advance(struct run *r, uintptr_t loc)
 {
+	if (!r->b) {
+		r->loc = loc;
+		return loc > r->pc;
+	}
 	if (loc > r->loc && r->loc < r->end)
 		emit(r->b, r->loc, &r->st);
 	r->loc = loc;
+	return false;
 }
 
 /* Run instructions [p, end).  Returns false for malformed CFI. */
@@ -109,7 +118,8 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 
 		switch (op >> 6) {
 		case 1: /* advance_loc */
-			advance(r, r->loc + (op & 0x3f) * ca);
+			if (advance(r, r->loc + (op & 0x3f) * ca))
+				return true;
 			continue;
 		case 2: /* offset */
 			set_rule(r, op & 0x3f, RS_CFI_OFFSET, factored(get_uleb(&c), da));
@@ -124,11 +134,12 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 			n = encoded_size(r->cie->fde_enc);
 			if (!n)
 				return false;
-			advance(r, get_encoded(&c, r->cie->fde_enc, 0));
+			if (advance(r, get_encoded(&c, r->cie->fde_enc, 0)))
+				return !c.bad;
 			break;
-		case 0x02: advance(r, r->loc + get_u(&c, 1) * ca); break;
-		case 0x03: advance(r, r->loc + get_u(&c, 2) * ca); break;
-		case 0x04: advance(r, r->loc + get_u(&c, 4) * ca); break;
+		case 0x02: if (advance(r, r->loc + get_u(&c, 1) * ca)) return !c.bad; break;
+		case 0x03: if (advance(r, r->loc + get_u(&c, 2) * ca)) return !c.bad; break;
+		case 0x04: if (advance(r, r->loc + get_u(&c, 4) * ca)) return !c.bad; break;
 		case 0x05: /* offset_extended */
 			reg = get_uleb(&c);
 			set_rule(r, reg, RS_CFI_OFFSET, factored(get_uleb(&c), da));
@@ -400,42 +411,62 @@ malformed:
 	add(b, begin + range, row_gap);
 }
 
+/* An FDE read: what it covers, its CIE and its own instructions. */
+struct fde {
+	uintptr_t begin, range;
+	struct cie cie;
+	const unsigned char *insns, *end;
+	uintptr_t cie_at;
+	uint64_t fde_bytes, cie_bytes;
+};
+
+/* The FDE at @fde, every read inside [lo, hi); false if it cannot be read. */
+static bool parse_fde(uintptr_t fde, uintptr_t lo, uintptr_t hi, struct fde *f)
+{
+	const unsigned char *seg_end = (const unsigned char *)hi, *body, *cbody;
+	uint64_t len, clen;
+	struct cursor c;
+
+	len = entry_length((const unsigned char *)fde, seg_end, &body);
+	if (!len)
+		return false;
+	c = (struct cursor){ body, body + len, false };
+	f->cie_at = (uintptr_t)body - (uint32_t)get_u(&c, 4);
+	if (c.bad || f->cie_at == (uintptr_t)body || f->cie_at < lo || f->cie_at >= hi)
+		return false;
+	clen = entry_length((const unsigned char *)f->cie_at, seg_end, &cbody);
+	if (!clen || table_word(cbody) != 0 || !parse_cie(cbody + 4, cbody + clen, &f->cie))
+		return false;
+	f->begin = get_encoded(&c, f->cie.fde_enc, 0);
+	f->range = get_encoded(&c, f->cie.fde_enc & 0x0f, 0);
+	if (f->cie.has_z)
+		skip(&c, get_uleb(&c));
+	if (c.bad || f->begin + f->range < f->begin)
+		return false;
+	f->insns = c.p;
+	f->end = c.end;
+	f->fde_bytes = (uint64_t)(c.end - (const unsigned char *)fde);
+	f->cie_bytes = (uint64_t)(cbody + clen - (const unsigned char *)f->cie_at);
+	return true;
+}
+
 /* The FDE at @fde (inside [lo, hi)): its rows, then a gap where it ends. */
 static void compile_fde(struct rs_cfi_builder *b, uintptr_t fde, uintptr_t lo, uintptr_t hi, uintptr_t listed_pc,
 			uintptr_t *last_cie)
 {
-	const unsigned char *seg_end = (const unsigned char *)hi, *body, *cbody;
-	uintptr_t cie_at, begin, range;
-	uint64_t len, clen;
-	struct cursor c;
-	struct cie cie;
+	struct fde f;
 
-	len = entry_length((const unsigned char *)fde, seg_end, &body);
-	if (!len)
-		goto unreadable;
-	c = (struct cursor){ body, body + len, false };
-	cie_at = (uintptr_t)body - (uint32_t)get_u(&c, 4);
-	if (c.bad || cie_at == (uintptr_t)body || cie_at < lo || cie_at >= hi)
-		goto unreadable;
-	clen = entry_length((const unsigned char *)cie_at, seg_end, &cbody);
-	if (!clen || table_word(cbody) != 0 || !parse_cie(cbody + 4, cbody + clen, &cie))
-		goto unreadable;
-	begin = get_encoded(&c, cie.fde_enc, 0);
-	range = get_encoded(&c, cie.fde_enc & 0x0f, 0);
-	if (cie.has_z)
-		skip(&c, get_uleb(&c));
-	if (c.bad || begin + range < begin)
-		goto unreadable;
+	if (!parse_fde(fde, lo, hi, &f)) {
+		/* where the FDE ends is unknown: unsupported up to the next one */
+		rs_cfi_build_unsupported(b, listed_pc);
+		return;
+	}
 	b->stats.fdes++;
-	b->stats.cfi_bytes += (uint64_t)(c.end - (const unsigned char *)fde);
-	if (cie_at != *last_cie)
-		b->stats.cfi_bytes += (uint64_t)(cbody + clen - (const unsigned char *)cie_at);
-	*last_cie = cie_at;
-	rs_cfi_build_rows(b, &cie, begin, range, c.p, c.end);
-	return;
-unreadable:
-	/* where the FDE ends is unknown: unsupported up to the next one */
-	rs_cfi_build_unsupported(b, listed_pc);
+	b->stats.cfi_bytes += f.fde_bytes;
+	if (f.cie_at != *last_cie)
+		b->stats.cfi_bytes += f.cie_bytes;
+	*last_cie = f.cie_at;
+	rs_cfi_build_rows(b, &f.cie, f.begin, f.range, f.insns, f.end);
 }
 
 /* ---- regions ---- */
@@ -640,7 +671,148 @@ struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info, const c
 	return rs_cfi_table_debug(path, build_id, build_id_len, info->dlpi_addr, span);
 }
 
+struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias)
+{
+	const unsigned char *table;
+	struct rs_cfi_table *t;
+	uint32_t count;
+
+	if (!search_table(hdr, lo, hi, &table, &count)) {
+		errno = ENOENT;
+		return NULL;
+	}
+	t = region_get(table_bytes(0, 0));
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(&t->stats, 0, sizeof(t->stats));
+	t->stats.fdes = count;
+	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);
+	atomic_store_explicit(&t->base, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->nblocks, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->eh_lo, lo, memory_order_relaxed);
+	atomic_store_explicit(&t->eh_hi, hi, memory_order_relaxed);
+	/* the header last: a reader that sees it sees its bounds (pairs with the acquire in rs_cfi_row_at()) */
+	atomic_store_explicit(&t->eh_hdr, hdr, memory_order_release);
+	return t;
+}
+
 /* ---- looking up ---- */
+
+/*
+ * The packed row at @pc of an in-place table: the search table's last
+ * entry at or before pc, its FDE, and its instructions run up to pc.
+ * Packed as a compiled row is, so that both forms give the same rows.
+ */
+static struct packed inplace_compute(const struct rs_cfi_table *t, uintptr_t hdr, uintptr_t pc)
+{
+	uintptr_t lo = atomic_load_explicit(&t->eh_lo, memory_order_relaxed);
+	uintptr_t hi = atomic_load_explicit(&t->eh_hi, memory_order_relaxed);
+	const unsigned char *table;
+	uint32_t count, a = 0, b;
+	struct rs_cfi_row r;
+	struct fde f;
+	struct run run;
+
+	if (!search_table(hdr, lo, hi, &table, &count) || !count)
+		return row_gap;
+	b = count;
+	while (b - a > 1) {
+		uint32_t mid = a + (b - a) / 2;
+
+		if (hdr + (intptr_t)table_word(table + (size_t)mid * 8) <= pc)
+			a = mid;
+		else
+			b = mid;
+	}
+	if (hdr + (intptr_t)table_word(table + (size_t)a * 8) > pc)
+		return row_gap;
+	if (!parse_fde(hdr + (intptr_t)table_word(table + (size_t)a * 8 + 4), lo, hi, &f))
+		return row_unsupported;
+	if (pc - f.begin >= f.range)
+		return row_gap;
+	if (f.cie.signal || f.cie.ra_reg != RS_ARCH_DWARF_RA)
+		return row_unsupported;
+	memset(&run, 0, sizeof(run));
+	run.st.cfa_reg = UINT64_MAX;
+	run.st.fp.kind = run.st.ra.kind = RULE_NONE;
+	run.loc = f.begin;
+	run.end = f.begin + f.range;
+	run.cie = &f.cie;
+	run.pc = pc;
+	if (!run_insns(&run, f.cie.insns, f.cie.insns_end))
+		return row_unsupported;
+	run.initial = run.st;
+	run.in_fde = true;
+	run.depth = 0;
+	if (run.loc <= pc && !run_insns(&run, f.insns, f.end))
+		return row_unsupported;
+	return pack(row_of(&run.st, &r), &r);
+}
+
+/*
+ * Rows of in-place tables already found, shared by every thread: an
+ * in-place table is only ever made for an object that is never unloaded,
+ * so the row at an address in it never changes, and finding one (the
+ * search, the CIE, the instructions up to the address) costs far more
+ * than a frame-pointer frame.  Direct-mapped by address; each entry is a
+ * sequence lock taken by compare-and-swap:
+ *
+ *   fill:  F1  seq even and CAS seq -> seq + 1, else give up (another
+ *              writer, maybe the code this signal handler interrupted)
+ *          F2  store pc and the packed row (relaxed atomics)
+ *          F3  seq + 2 (release)
+ *   read:  R1  s = seq (acquire); odd or 0: a miss
+ *          R2  load pc and the packed row
+ *          R3  seq == s (after an acquire fence), and pc is the address
+ *
+ * R3 pairs with F1 and F3: a row read while a fill ran, or across one,
+ * is not used.  A miss computes the row, as without the cache.
+ */
+#define ROW_CACHE 512u
+
+static struct {
+	_Atomic uint64_t seq;
+	_Atomic uintptr_t pc;
+	_Atomic uint64_t row; /* struct packed's three words */
+} row_cache[ROW_CACHE];
+
+static int inplace_row_at(const struct rs_cfi_table *t, uintptr_t hdr, uintptr_t pc, struct rs_cfi_row *row)
+{
+	unsigned i = (unsigned)((pc ^ pc >> 9) % ROW_CACHE);
+	struct packed p;
+	uint64_t s, w;
+
+	/* R1: pairs with F3 */
+	s = atomic_load_explicit(&row_cache[i].seq, memory_order_acquire);
+	if (s && !(s & 1)) {
+		/* R2 */
+		uintptr_t epc = atomic_load_explicit(&row_cache[i].pc, memory_order_relaxed);
+
+		w = atomic_load_explicit(&row_cache[i].row, memory_order_relaxed);
+		/* R3: pairs with F1 */
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&row_cache[i].seq, memory_order_relaxed) == s && epc == pc) {
+			p = (struct packed){ { (uint16_t)w, (uint16_t)(w >> 16), (uint16_t)(w >> 32) } };
+			return unpack(&p, row);
+		}
+	}
+	p = inplace_compute(t, hdr, pc);
+	w = p.w[0] | (uint64_t)p.w[1] << 16 | (uint64_t)p.w[2] << 32;
+	s = atomic_load_explicit(&row_cache[i].seq, memory_order_relaxed);
+	/* F1 */
+	if (!(s & 1) && atomic_compare_exchange_strong_explicit(&row_cache[i].seq, &s, s + 1, memory_order_acquire,
+								 memory_order_relaxed)) {
+		atomic_thread_fence(memory_order_release);
+		/* F2 */
+		atomic_store_explicit(&row_cache[i].pc, pc, memory_order_relaxed);
+		atomic_store_explicit(&row_cache[i].row, w, memory_order_relaxed);
+		/* F3: pairs with R1 */
+		atomic_store_explicit(&row_cache[i].seq, s + 2, memory_order_release);
+	}
+	return unpack(&p, row);
+}
 
 /*
  * The table's shape as one reader saw it; false where it does not fit the
@@ -690,8 +862,13 @@ static inline uint32_t first_of(const struct shape *sh, uint32_t k)
 int rs_cfi_row_at(const struct rs_cfi_table *t, uintptr_t pc, struct rs_cfi_row *row)
 {
 	uint64_t off = (uint64_t)(pc - atomic_load_explicit(&t->bias, memory_order_relaxed));
+	/* pairs with the release in rs_cfi_table_inplace() */
+	uintptr_t hdr = atomic_load_explicit(&t->eh_hdr, memory_order_acquire);
 	struct shape sh;
 	uint32_t k, lo, hi, in;
+
+	if (hdr)
+		return inplace_row_at(t, hdr, pc, row);
 
 	if (!shape_of(t, &sh) || off < sh.base || off > UINT32_MAX) {
 		memset(row, 0, sizeof(*row));

@@ -84,6 +84,12 @@ struct rs_cfi_table {
 	_Atomic uint32_t n;        /* rows */
 	uint32_t reserved;
 	struct rs_cfi_stats stats;
+	/*
+	 * An in-place table (rs_cfi_table_inplace()) has no rows: eh_hdr is
+	 * its object's .eh_frame_hdr, read at each lookup, with every read
+	 * inside [eh_lo, eh_hi); 0 for a compiled table.
+	 */
+	_Atomic uintptr_t eh_hdr, eh_lo, eh_hi;
 	/* followed by _Atomic uint32_t first[nblocks + 1]; _Atomic uint16_t row[n][3]; _Atomic uint8_t ip[n] */
 };
 
@@ -118,6 +124,17 @@ static inline _Atomic uint8_t *table_ip(const struct rs_cfi_table *t, uint32_t n
  */
 RS_HIDDEN struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias,
 						    uint64_t span);
+
+/*
+ * A table that reads the .eh_frame an .eh_frame_hdr at @hdr indexes in
+ * place, at each lookup, every read inside [lo, hi): for an object that is
+ * never unloaded, whose CFI stays mapped as long as the process lives.  It
+ * costs nothing to build (the program, the C library and everything else
+ * loaded before main() start with one) and a lookup runs the FDE's
+ * instructions up to the pc; rows come out as the compiled ones would.
+ * NULL with errno set: ENOENT for a header the walk cannot use, ENOMEM.
+ */
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias);
 
 /*
  * The table of a loaded object: its .eh_frame (through PT_GNU_EH_FRAME),

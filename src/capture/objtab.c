@@ -76,6 +76,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "capture/cfi-parse.h"
 #include "capture/cfi.h"
 #include "capture/objtab.h"
 #include "capture/objtab-local.h"
@@ -123,8 +124,7 @@ struct found {
 	uintptr_t bias;
 	uintptr_t start, end;   /* executable span in this process */
 	uintptr_t restorer;     /* its signal-return trampoline (fpcheck.c), or 0 */
-	struct rs_cfi_table *cfi; /* its compiled CFI (cfi.h), or NULL */
-	bool own_cfi;           /* compiled by this scan: freed unless a slot takes it */
+	uintptr_t eh_hdr, eh_lo, eh_hi; /* its .eh_frame_hdr and the segment holding it, or 0 */
 	struct relstack_object obj;
 	struct identity id;
 	char soname[RS_SONAME_MAX];     /* DT_SONAME, "" if none or longer */
@@ -146,6 +146,8 @@ static struct {
 	uintptr_t start[RS_OBJTAB_SLOTS], end[RS_OBJTAB_SLOTS];
 	uintptr_t restorer[RS_OBJTAB_SLOTS]; /* per slot, in the index only: an address */
 	struct rs_cfi_table *cfi[RS_OBJTAB_SLOTS]; /* per slot, in the index only */
+	bool cfi_due[RS_OBJTAB_SLOTS];             /* loaded by this scan: its table is to be made */
+	uintptr_t eh_hdr[RS_OBJTAB_SLOTS], eh_lo[RS_OBJTAB_SLOTS], eh_hi[RS_OBJTAB_SLOTS];
 	struct found scan[RS_OBJTAB_SLOTS + 64];
 	unsigned nscan;
 	bool scan_overflow;
@@ -362,7 +364,6 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 			memcpy(f->obj.path, o->path, sizeof(f->obj.path));
 			f->obj.flags = o->flags;
 			f->restorer = T.restorer[i];
-			f->cfi = T.cfi[i];
 			T.nscan++;
 			return 0;
 		}
@@ -400,8 +401,13 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	if (!facts.keeps_fp)
 		f->obj.flags |= RELSTACK_OBJECT_NO_FP;
 	f->restorer = facts.restorer;
-	f->cfi = rs_cfi_table_build(info, is_vdso ? NULL : f->obj.path, f->obj.build_id, f->obj.build_id_len);
-	f->own_cfi = f->cfi != NULL;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_GNU_EH_FRAME && ph->p_memsz >= 4 &&
+		    load_segment(info, info->dlpi_addr + ph->p_vaddr, &f->eh_lo, &f->eh_hi))
+			f->eh_hdr = info->dlpi_addr + ph->p_vaddr;
+	}
 	T.nscan++;
 	return 0;
 }
@@ -670,6 +676,49 @@ static int pick_slot(void)
 
 static void find_permanent(void);
 
+/* compile_one()'s: a table for each slot still due whose object the loader lists. */
+static int compile_one(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	for (unsigned s = 0; s < T.capacity; s++) {
+		if (!T.cfi_due[s] || T.slot[s].state != RELSTACK_OBJECT_LOADED || T.bias[s] != info->dlpi_addr)
+			continue;
+		T.cfi[s] = rs_cfi_table_build(info, (T.slot[s].flags & RELSTACK_OBJECT_VDSO) ? NULL : T.slot[s].path,
+					      T.slot[s].build_id, T.slot[s].build_id_len);
+		T.cfi_due[s] = false;
+	}
+	return 0;
+}
+
+/*
+ * The CFI tables (cfi.h) of the objects this scan loaded, before the
+ * index publishes them.  An object that can never be unloaded (every one
+ * the program started with) gets an in-place table of its .eh_frame,
+ * which costs nothing to make: a process's start pays no compilation.
+ * Any other object, or one with no .eh_frame, gets a compiled table,
+ * made inside the loader's iteration, where the object cannot go away
+ * while it is read.
+ */
+static void make_tables(void)
+{
+	bool compile = false;
+
+	for (unsigned s = 0; s < T.capacity; s++) {
+		if (!T.cfi_due[s])
+			continue;
+		if (T.permanent[s] && T.eh_hdr[s] &&
+		    (T.cfi[s] = rs_cfi_table_inplace(T.eh_hdr[s], T.eh_lo[s], T.eh_hi[s], T.bias[s])))
+			T.cfi_due[s] = false;
+		else
+			compile = true;
+	}
+	if (compile)
+		dl_iterate_phdr(compile_one, NULL);
+	for (unsigned s = 0; s < T.capacity; s++)
+		T.cfi_due[s] = false; /* (an object gone already: it has no table) */
+}
+
 static int scan_locked(bool force)
 {
 	unsigned nth = 0, changed = 0;
@@ -741,8 +790,10 @@ static int scan_locked(bool force)
 		T.end[s] = f->end;
 		T.restorer[s] = f->restorer;
 		retire_cfi((unsigned)s);
-		T.cfi[s] = f->own_cfi ? f->cfi : NULL;
-		f->own_cfi = false;
+		T.cfi_due[s] = true;
+		T.eh_hdr[s] = f->eh_hdr;
+		T.eh_lo[s] = f->eh_lo;
+		T.eh_hi[s] = f->eh_hi;
 		T.id[s] = f->id;
 		memcpy(T.soname[s], f->soname, sizeof(f->soname));
 		memcpy(T.lname[s], f->lname, sizeof(f->lname));
@@ -752,12 +803,9 @@ static int scan_locked(bool force)
 		changed++;
 		mirrors_write_slot((unsigned)s);
 	}
-	/* tables compiled for objects no slot took: never published */
-	for (unsigned k = 0; k < T.nscan; k++)
-		if (T.scan[k].own_cfi)
-			rs_cfi_table_free(T.scan[k].cfi);
 	if (!T.ready)
 		find_permanent();
+	make_tables();
 	T.ready = true;
 	if (!changed)
 		return 0;

@@ -686,13 +686,18 @@ static void c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object(void **state
 	assert_int_equal(n, 1);
 }
 
-static void every_compiled_row_is_found_from_its_start_to_the_next(void **state)
+static void every_compiled_row_is_found_from_its_start_to_the_next_and_in_place(void **state)
 {
 	const struct rs_cfi_table *o = crt_cfi();
+	struct rs_lookup l;
 	uint32_t n;
 	unsigned rows = 0;
 
 	assert_non_null(o);
+	/* the object table's own table of the C library: in place (it is never unloaded), no rows of its own */
+	assert_true(rs_objtab_lookup((uintptr_t)dlsym(RTLD_DEFAULT, "__libc_start_main"), &l));
+	assert_non_null(l.cfi);
+	assert_int_equal(rs_cfi_table_rows(l.cfi), 0);
 	n = rs_cfi_table_rows(o);
 	assert_true(n > 1000);
 	for (uint32_t i = 0; i + 1 < n; i++) {
@@ -706,6 +711,11 @@ static void every_compiled_row_is_found_from_its_start_to_the_next(void **state)
 		e3 = rs_cfi_row_at(o, b - 1, &r3);
 		assert_int_equal(e1, e2);
 		assert_int_equal(e1, e3);
+		assert_memory_equal(&r1, &r2, sizeof(r1));
+		assert_memory_equal(&r1, &r3, sizeof(r1));
+		/* the in-place table reads the same rows at both ends */
+		assert_int_equal(rs_cfi_row_at(l.cfi, a, &r2), e1);
+		assert_int_equal(rs_cfi_row_at(l.cfi, b - 1, &r3), e1);
 		assert_memory_equal(&r1, &r2, sizeof(r1));
 		assert_memory_equal(&r1, &r3, sizeof(r1));
 		rows += !e1;
@@ -974,7 +984,7 @@ int main(void)
 		cmocka_unit_test_setup(zero_frame_pointer_ends_the_stack_only_after_the_outermost_frame, clear_stack),
 		cmocka_unit_test_setup(c_runtime_frames_are_followed_by_their_cfi_to_the_end, clear_stack),
 		cmocka_unit_test_setup(c_runtime_frames_the_cfi_cannot_follow_are_no_fp_object, clear_stack),
-		cmocka_unit_test(every_compiled_row_is_found_from_its_start_to_the_next),
+		cmocka_unit_test(every_compiled_row_is_found_from_its_start_to_the_next_and_in_place),
 		cmocka_unit_test_setup(a_tail_that_crossed_a_signal_frame_is_not_cached, clear_stack),
 		cmocka_unit_test_setup(unknown_stack_reads_nothing, clear_stack),
 		cmocka_unit_test(reason_strings_are_stable_short_names),
