@@ -28,6 +28,7 @@
 
 #include "decode/symbolize.h"
 #include "tools/output.h"
+#include "tools/ps.h"
 
 #define EXIT_USAGE 1
 #define EXIT_INPUT 2
@@ -67,6 +68,7 @@ static const char main_usage[] =
 	"  info     format descriptor, runs, clocks, counters, object table, event schemas\n"
 	"  dump     every record, frames as object + offset (no symbols: safe to share)\n"
 	"  report   every record, frames symbolised (function, file:line, inlined frames)\n"
+	"  ps       a live process's threads, each stack with its verdict; --check\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help       this help; 'relstack COMMAND --help' for a command's options\n"
@@ -370,6 +372,8 @@ int main(int argc, char **argv)
 		printf("relstack %s\n", RELSTACK_VERSION);
 		return 0;
 	}
+	if (strcmp(cmd, "ps") == 0)
+		return rs_tool_ps(argc - 1, argv + 1);
 	if (strcmp(cmd, "info") == 0) {
 		parse_args(argc - 1, argv + 1, info_usage, false, false, &o);
 		r = open_file(&o);
