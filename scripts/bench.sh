@@ -26,3 +26,6 @@ echo "== stack capture"
 
 echo "== buffer file write path"
 "$src/bench/ring.sh" "$build"
+
+echo "== relstack ps on live processes"
+"$src/bench/ps.py" "$build"

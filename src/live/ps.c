@@ -501,7 +501,8 @@ int rs_live_ps(const struct rs_ps_opts *o, FILE *out, char *msg, size_t msglen)
 			p.handles[i] = -1;
 		p.ntargets = 0;
 		parse_targets(&p);
-		status = present(&p, false);
+		/* without checks nothing decides a retry: print at once (symbolizing once) */
+		status = o->nchecks ? present(&p, false) : RS_PS_SAFE;
 		last = status <= RS_PS_SAFE || !o->nchecks || now_s() >= deadline;
 		if (last && status >= 0)
 			status = present(&p, true);
