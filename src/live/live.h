@@ -78,6 +78,12 @@ struct rs_live_snapshot {
 	struct rs_live_thread *threads;
 	unsigned nthreads;
 	struct rs_latch *latch; /* the private index of objects[] */
+	/*
+	 * A digest of the executable mappings the objects were read from, and
+	 * of those the last rs_live_maps_read() saw: when they differ, objects
+	 * came or went during the snapshot.
+	 */
+	uint64_t exec_digest, exec_digest_now;
 };
 
 /*

@@ -120,8 +120,19 @@ static bool parse_line(char *line, struct map_line *m)
 	return true;
 }
 
+/* FNV-1a over an executable mapping's line: address, offset, device, inode, path. */
+static uint64_t digest_line(uint64_t h, const char *line)
+{
+	for (; *line; line++)
+		h = (h ^ (unsigned char)*line) * 0x100000001b3ull;
+	return (h ^ '\n') * 0x100000001b3ull;
+}
+
+#define DIGEST_START 0xcbf29ce484222325ull
+
 int rs_live_maps_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
 {
+	uint64_t digest = DIGEST_START;
 	char path[64], *buf, *line, *save = NULL;
 	struct rs_live_map *maps = NULL;
 	unsigned n = 0, cap = 0;
@@ -140,6 +151,8 @@ int rs_live_maps_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
 
 		if (!parse_line(line, &m))
 			continue;
+		if (m.perms[2] == 'x')
+			digest = digest_line(digest, line);
 		if (n == cap) {
 			struct rs_live_map *nm = realloc(maps, (cap = cap ? cap * 2 : 64) * sizeof(*nm));
 
@@ -163,6 +176,7 @@ int rs_live_maps_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
 	free(s->maps);
 	s->maps = maps;
 	s->nmaps = n;
+	s->exec_digest_now = digest;
 	return 0;
 }
 
@@ -513,6 +527,7 @@ int rs_live_objects_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
 	exelen = readlink(path, exe, sizeof(exe) - 1);
 	exe[exelen > 0 ? exelen : 0] = '\0';
+	s->exec_digest = DIGEST_START;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
 	buf = read_all(path, &len);
 	if (!buf) {
@@ -526,6 +541,7 @@ int rs_live_objects_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
 
 		if (!parse_line(line, &m) || m.perms[2] != 'x')
 			continue;
+		s->exec_digest = digest_line(s->exec_digest, line);
 		if (s->nobjects >= RS_INDEX_MAX) {
 			ret = -E2BIG;
 			break;

@@ -217,6 +217,7 @@ int rs_live_snapshot_take(pid_t pid, const pid_t *tids, unsigned ntids, struct r
 	{
 		void **copies = calloc(s->nthreads, sizeof(*copies));
 		uintptr_t *ranges = calloc(2 * (size_t)s->nthreads, sizeof(*ranges));
+		bool changing;
 
 		if (!copies || !ranges) {
 			free(copies);
@@ -227,9 +228,18 @@ int rs_live_snapshot_take(pid_t pid, const pid_t *tids, unsigned ntids, struct r
 		}
 		for (unsigned i = 0; i < s->nthreads && !e; i++)
 			e = rs_live_thread_read(s, &s->threads[i], &copies[i], &ranges[2 * i], &ranges[2 * i + 1]);
+		/*
+		 * Objects loaded or unloaded since they were read: a frame may be
+		 * in code the index describes wrongly.  Maps that cannot be read
+		 * again (the process exited meanwhile) prove nothing either way.
+		 */
+		changing = !e && (rs_live_maps_read(s, msg, msglen) != 0 || s->exec_digest_now != s->exec_digest);
 		for (unsigned i = 0; i < s->nthreads; i++) {
-			if (copies[i] && !e)
+			if (copies[i] && !e) {
 				walk(s, &s->threads[i], copies[i], ranges[2 * i], ranges[2 * i + 1]);
+				if (changing)
+					s->threads[i].v.reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING;
+			}
 			free(copies[i]);
 		}
 		free(copies);
