@@ -94,9 +94,28 @@ struct rs_live_snapshot {
  */
 int rs_live_probe(pid_t pid, char *msg, size_t msglen);
 
+/* maps.c: one line of /proc/PID/maps. */
+struct rs_live_map_line {
+	uintptr_t start, end, off;
+	char perms[5];
+	unsigned major, minor;
+	unsigned long ino;
+	const char *path; /* into the line; "" for anonymous memory */
+};
+
+/* A whole /proc file, NUL-terminated (malloc'd); NULL with errno set. */
+char *rs_live_read_file(const char *path, size_t *len);
+/* Parse one line; false for a line that is not a mapping. */
+bool rs_live_map_line_parse(const char *line, struct rs_live_map_line *m);
+/* FNV-1a over a line, to tell whether the executable mappings changed. */
+#define RS_LIVE_DIGEST_START 0xcbf29ce484222325ull
+uint64_t rs_live_digest_line(uint64_t h, const char *line);
+/* Every mapping of the text @buf (cut into lines in place), and the digest of the executable ones.  0 or -ENOMEM. */
+int rs_live_maps_parse(char *buf, struct rs_live_map **out, unsigned *n, uint64_t *digest);
+
 /* objects.c: read /proc/PID/maps into s->maps, s->objects and the private index. */
 int rs_live_objects_read(struct rs_live_snapshot *s, char *msg, size_t msglen);
-/* Re-read only s->maps (a thread's stack created after the first read). */
+/* maps.c: re-read only s->maps and exec_digest_now (a thread's stack created after the first read). */
 int rs_live_maps_read(struct rs_live_snapshot *s, char *msg, size_t msglen);
 void rs_live_objects_free(struct rs_live_snapshot *s);
 /* The object whose executable span holds @addr, or NULL. */

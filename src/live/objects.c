@@ -42,144 +42,6 @@ struct file_key {
 	unsigned major, minor;
 };
 
-/* One line of /proc/PID/maps. */
-struct map_line {
-	uintptr_t start, end, off;
-	char perms[5];
-	unsigned major, minor;
-	unsigned long ino;
-	const char *path; /* into the read buffer; "" for anonymous */
-};
-
-static char *read_all(const char *path, size_t *len)
-{
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || !buf) {
-		int e = fd < 0 ? errno : ENOMEM;
-
-		if (fd >= 0)
-			close(fd);
-		free(buf);
-		errno = e;
-		return NULL;
-	}
-	for (;;) {
-		ssize_t r;
-
-		if (cap - n < 4096) {
-			char *nb = realloc(buf, cap * 2);
-
-			if (!nb) {
-				free(buf);
-				close(fd);
-				errno = ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-
-			free(buf);
-			close(fd);
-			errno = e;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
-/* Parse one line (NUL-terminated in place); false for a line that is not a mapping. */
-static bool parse_line(char *line, struct map_line *m)
-{
-	unsigned long s, e, off, ino;
-	int pos = 0;
-
-	if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &s, &e, m->perms, &off, &m->major, &m->minor, &ino, &pos) <
-		    7 ||
-	    pos == 0 || e <= s)
-		return false;
-	m->start = s;
-	m->end = e;
-	m->off = off;
-	m->ino = ino;
-	m->path = line + pos;
-	return true;
-}
-
-/* FNV-1a over an executable mapping's line: address, offset, device, inode, path. */
-static uint64_t digest_line(uint64_t h, const char *line)
-{
-	for (; *line; line++)
-		h = (h ^ (unsigned char)*line) * 0x100000001b3ull;
-	return (h ^ '\n') * 0x100000001b3ull;
-}
-
-#define DIGEST_START 0xcbf29ce484222325ull
-
-int rs_live_maps_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
-{
-	uint64_t digest = DIGEST_START;
-	char path[64], *buf, *line, *save = NULL;
-	struct rs_live_map *maps = NULL;
-	unsigned n = 0, cap = 0;
-	size_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
-	buf = read_all(path, &len);
-	if (!buf) {
-		int e = errno;
-
-		snprintf(msg, msglen, "process %d: %s: %s", (int)s->pid, path, strerror(e));
-		return -e;
-	}
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct map_line m;
-
-		if (!parse_line(line, &m))
-			continue;
-		if (m.perms[2] == 'x')
-			digest = digest_line(digest, line);
-		if (n == cap) {
-			struct rs_live_map *nm = realloc(maps, (cap = cap ? cap * 2 : 64) * sizeof(*nm));
-
-			if (!nm) {
-				free(maps);
-				free(buf);
-				snprintf(msg, msglen, "process %d: out of memory", (int)s->pid);
-				return -ENOMEM;
-			}
-			maps = nm;
-		}
-		maps[n++] = (struct rs_live_map){ m.start, m.end, m.perms[2] == 'x' };
-	}
-	free(buf);
-	if (n == 0) {
-		free(maps);
-		snprintf(msg, msglen, "process %d: %s is empty (a kernel thread, or a process that exited)", (int)s->pid,
-			 path);
-		return -ESRCH;
-	}
-	free(s->maps);
-	s->maps = maps;
-	s->nmaps = n;
-	s->exec_digest_now = digest;
-	return 0;
-}
-
 /* The file's segments mapped here read-only at their relative addresses. */
 struct image {
 	void *base; /* the reservation */
@@ -317,7 +179,7 @@ static int image_of_vdso(pid_t pid, uintptr_t start, uintptr_t end, struct image
  * The process's bias of the object whose mapping @m is: the PT_LOAD
  * segment holding the mapping's file offset says which address it has.
  */
-static bool remote_bias(const struct image *im, const struct map_line *m, uintptr_t page, uintptr_t *bias)
+static bool remote_bias(const struct image *im, const struct rs_live_map_line *m, uintptr_t page, uintptr_t *bias)
 {
 	for (unsigned i = 0; i < im->phnum; i++) {
 		const ElfW(Phdr) *p = &im->ph[i];
@@ -367,7 +229,7 @@ static void learn(struct rs_live_object *o, const struct image *im, const char *
 }
 
 /* Open the file of mapping @m: the very file through map_files, else the path under the process's root. */
-static int open_mapped(pid_t pid, const struct map_line *m, char *open_path, size_t len)
+static int open_mapped(pid_t pid, const struct rs_live_map_line *m, char *open_path, size_t len)
 {
 	char mf[96];
 	struct stat st;
@@ -414,7 +276,7 @@ static void set_path(struct relstack_object *obj, const char *path)
 }
 
 /* The object for file mapping @m: found by its device and inode, or made. */
-static int file_object(struct rs_live_snapshot *s, const struct map_line *m, struct file_key *keys, unsigned *cap)
+static int file_object(struct rs_live_snapshot *s, const struct rs_live_map_line *m, struct file_key *keys, unsigned *cap)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	struct rs_live_object *o;
@@ -479,7 +341,7 @@ static int file_object(struct rs_live_snapshot *s, const struct map_line *m, str
 	return 0;
 }
 
-static int vdso_object(struct rs_live_snapshot *s, const struct map_line *m, struct file_key *keys, unsigned *cap)
+static int vdso_object(struct rs_live_snapshot *s, const struct rs_live_map_line *m, struct file_key *keys, unsigned *cap)
 {
 	struct rs_live_object *o;
 	struct image im;
@@ -527,9 +389,9 @@ int rs_live_objects_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)s->pid);
 	exelen = readlink(path, exe, sizeof(exe) - 1);
 	exe[exelen > 0 ? exelen : 0] = '\0';
-	s->exec_digest = DIGEST_START;
+	s->exec_digest = RS_LIVE_DIGEST_START;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
-	buf = read_all(path, &len);
+	buf = rs_live_read_file(path, &len);
 	if (!buf) {
 		ret = -errno;
 		free(keys);
@@ -537,11 +399,11 @@ int rs_live_objects_read(struct rs_live_snapshot *s, char *msg, size_t msglen)
 		return ret;
 	}
 	for (line = strtok_r(buf, "\n", &save); line && ret == 0; line = strtok_r(NULL, "\n", &save)) {
-		struct map_line m;
+		struct rs_live_map_line m;
 
-		if (!parse_line(line, &m) || m.perms[2] != 'x')
+		if (!rs_live_map_line_parse(line, &m) || m.perms[2] != 'x')
 			continue;
-		s->exec_digest = digest_line(s->exec_digest, line);
+		s->exec_digest = rs_live_digest_line(s->exec_digest, line);
 		if (s->nobjects >= RS_INDEX_MAX) {
 			ret = -E2BIG;
 			break;
