@@ -34,21 +34,19 @@ SIGNAL = "SIG"
 # Debian's python3, not whichever runs this test
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
-PRINT_FRAMES = r'''
-import gdb
-class PrintFrames(gdb.Command):
-    def __init__(self):
-        super().__init__("relstack-frames", gdb.COMMAND_USER)
-    def invoke(self, arg, from_tty):
-        f = gdb.newest_frame()
-        out = []
-        while f is not None:
-            if f.type() != gdb.INLINE_FRAME:
-                kind = {gdb.SIGTRAMP_FRAME: "sig", gdb.TAILCALL_FRAME: "tail"}.get(f.type(), "fn")
-                out.append("%s:%s:%#x" % (kind, f.name() or "?", f.pc()))
-            f = f.older()
-        print("==frames== %d %s" % (gdb.selected_thread().ptid[1], " ".join(out)))
-PrintFrames()
+# Every thread's frames, as one JSON object {lwp: [[kind, pc], ...]}.
+ALL_FRAMES = r'''
+import gdb, json
+kinds = {gdb.SIGTRAMP_FRAME: "sig", gdb.TAILCALL_FRAME: "tail", gdb.INLINE_FRAME: "inline"}
+threads = {}
+for th in gdb.selected_inferior().threads():
+    th.switch()
+    frames, f = [], gdb.newest_frame()
+    while f is not None:
+        frames.append([kinds.get(f.type(), "fn"), f.pc()])
+        f = f.older()
+    threads[th.ptid[1]] = frames
+print("==threads== " + json.dumps(threads))
 '''
 
 
@@ -74,24 +72,16 @@ def relstack_frames(thread):
 def gdb_frames(pid):
     script = "/tmp/relstack-ps-frames-%d.py" % os.getpid()
     with open(script, "w") as f:
-        f.write(PRINT_FRAMES)
+        f.write(ALL_FRAMES)
     p = subprocess.run([GDB, "-nx", "-batch", "-p", str(pid), "-ex", "set pagination off",
-                        "-ex", "set backtrace past-main on", "-ex", "source " + script,
-                        "-ex", "thread apply all relstack-frames"],
+                        "-ex", "set backtrace past-main on", "-ex", "source " + script],
                        capture_output=True, text=True, timeout=300)
     os.unlink(script)
+    line = next(l for l in p.stdout.splitlines() if l.startswith("==threads== "))
     threads = {}
-    for line in p.stdout.splitlines():
-        if not line.startswith("==frames== "):
-            continue
-        parts = line.split()
-        frames = []
-        for item in parts[2:]:
-            kind, name, pc = item.rsplit(":", 2)
-            if kind == "tail":
-                continue  # not on the stack: rebuilt by gdb from call sites
-            frames.append(SIGNAL if kind == "sig" else int(pc, 16))
-        threads[int(parts[1])] = frames
+    for lwp, frames in json.loads(line[len("==threads== "):]).items():
+        # inlined frames share their caller's pc; tail-call frames are rebuilt by gdb, not on the stack
+        threads[int(lwp)] = [SIGNAL if kind == "sig" else pc for kind, pc in frames if kind in ("fn", "sig")]
     return threads
 
 
