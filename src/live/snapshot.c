@@ -136,6 +136,17 @@ static int list_threads(pid_t pid, pid_t **out, unsigned *n)
 	return 0;
 }
 
+/* The TracerPid of /proc/PID/status: a process another debugger traces cannot be seized. */
+static int tracer_of(pid_t pid)
+{
+	char path[64], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!read_small(path, buf, sizeof(buf)) || !(p = strstr(buf, "\nTracerPid:")))
+		return 0;
+	return atoi(p + 11);
+}
+
 static void walk(const struct rs_live_snapshot *s, struct rs_live_thread *t, void *copy, uintptr_t lo, uintptr_t hi)
 {
 	struct rs_walk w;
@@ -245,8 +256,15 @@ int rs_live_snapshot_take(pid_t pid, const pid_t *tids, unsigned ntids, struct r
 		free(copies);
 		free(ranges);
 		if (e) {
-			snprintf(msg, msglen, "process %d: permission denied (ptrace refused: another user's process, or %s)",
-				 (int)pid, "kernel.yama.ptrace_scope");
+			int tracer = tracer_of(pid);
+
+			if (tracer > 0)
+				snprintf(msg, msglen, "process %d: is traced by process %d (a debugger): ptrace refused",
+					 (int)pid, tracer);
+			else
+				snprintf(msg, msglen,
+					 "process %d: permission denied (ptrace refused: another user's process, or %s)",
+					 (int)pid, "kernel.yama.ptrace_scope");
 			goto fail;
 		}
 	}

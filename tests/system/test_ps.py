@@ -414,6 +414,23 @@ class BadInput(unittest.TestCase):
                 self.skipTest("process 1 is this user's")
             self.assert_one_line(["ps", 1], 2, "permission denied")
 
+    def test_a_process_a_debugger_traces(self):
+        p = subprocess.Popen(["sleep", "300"])
+        g = subprocess.Popen([GDB, "-nx", "-batch", "-p", str(p.pid), "-ex", "shell sleep 30"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(3000):
+                with open("/proc/%d/status" % p.pid) as f:
+                    if "TracerPid:\t0\n" not in f.read():
+                        break
+                time.sleep(0.01)
+            self.assert_one_line(["ps", p.pid], 2, "is traced by process %d" % g.pid)
+        finally:
+            g.kill()
+            g.wait()
+            p.kill()
+            p.wait()
+
     def test_not_a_pid_is_bad_usage(self):
         got, _, err = relstack("ps", "12x")
         self.assertEqual(got, 1)
