@@ -32,3 +32,6 @@ echo "== agent (relstack record)"
 
 echo "== kernel recorder"
 "$build/bench/bench_kernel" "$build/tools/relstack"
+
+echo "== relstack ps on live processes"
+"$src/bench/ps.py" "$build"

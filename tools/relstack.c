@@ -28,6 +28,7 @@
 
 #include "decode/symbolize.h"
 #include "tools/output.h"
+#include "tools/ps.h"
 
 #define EXIT_USAGE 1
 #define EXIT_INPUT 2
@@ -76,6 +77,7 @@ static const char main_usage[] =
 	"  report   every record, frames symbolised (function, file:line, inlined frames)\n"
 	"  record   run a program with the agent preloaded: crashes, samples, calls\n"
 	"  kernel   kernel stacks through tracefs: record, clean, symbols, import\n"
+	"  ps       a live process's threads, each stack with its verdict; --check\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help       this help; 'relstack COMMAND --help' for a command's options\n"
@@ -400,6 +402,8 @@ int main(int argc, char **argv)
 		return rs_tool_record(argc - 1, argv + 1);
 	if (strcmp(cmd, "kernel") == 0)
 		return rs_tool_kernel(argc - 1, argv + 1);
+	if (strcmp(cmd, "ps") == 0)
+		return rs_tool_ps(argc - 1, argv + 1);
 	if (strcmp(cmd, "info") == 0) {
 		parse_args(argc - 1, argv + 1, info_usage, false, false, &o);
 		r = open_file(&o);
