@@ -41,6 +41,7 @@ enum relstack_recorder_mode {
 
 /* relstack_recorder_opts.flags */
 #define RELSTACK_RECORDER_ABSOLUTE 0x1u /* allow absolute stacks: the file then holds addresses */
+#define RELSTACK_RECORDER_NO_STACK_TABLE 0x2u /* every record carries its words (no stack table) */
 
 struct relstack_recorder_opts {
 	size_t sz;                        /* sizeof(struct relstack_recorder_opts) */

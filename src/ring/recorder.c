@@ -137,6 +137,8 @@ void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_h
 	h->objtab_offset = off;
 	h->objtab_size = round_block(rs_objtab_image_size(objtab_capacity));
 	off += h->objtab_size;
+	if (h->version != RS_FILE_VERSION_PREV)
+		off += rs_stack_geo(ring_size).size; /* the stack table, between the image and the ring */
 	h->ring_offset = off;
 	h->ring_size = ring_size;
 	h->chunk_size = RS_CHUNK;
@@ -292,6 +294,7 @@ static void new_file_head(uint64_t ring_size, unsigned objtab_capacity, struct r
 	uint64_t area;
 
 	memset(&geo, 0, sizeof(geo));
+	geo.version = RS_FILE_VERSION;
 	rs_run_layout(ring_size, objtab_capacity, &geo, &area);
 	memset(f, 0, sizeof(*f));
 	memcpy(f->magic, RS_FILE_MAGIC, 8);
@@ -482,6 +485,10 @@ static int open_file(const char *path, uint64_t ring_size, unsigned cap, struct 
 				 msg, sizeof(msg));
 	if (ret < 0)
 		goto fail;
+	if (f->version != RS_FILE_VERSION) {
+		ret = -RELSTACK_EVERSION; /* an older file: read it, do not write it */
+		goto fail;
+	}
 	relstack_format_native(&native);
 	if (memcmp(&native, &f->format, sizeof(native)) != 0) {
 		ret = -RELSTACK_EFORMAT; /* a file of another word size or layout: read it, do not write it */
@@ -513,7 +520,7 @@ static struct relstack_recorder *open_recorder(const char *path, const struct re
 		goto einval;
 	if (o.mode != RELSTACK_MODE_OVERWRITE && o.mode != RELSTACK_MODE_STOP)
 		goto einval;
-	if (o.flags & ~RELSTACK_RECORDER_ABSOLUTE)
+	if (o.flags & ~(RELSTACK_RECORDER_ABSOLUTE | RELSTACK_RECORDER_NO_STACK_TABLE))
 		goto einval;
 	ring_size = o.size ? o.size : RS_DEFAULT_RING;
 	if (ring_size > RS_MAX_RING)
@@ -592,6 +599,9 @@ static struct relstack_recorder *open_recorder(const char *path, const struct re
 	rec->ring.word_size = f.format.word_size;
 	rec->ring.clock = rec->run->clock;
 	rs_nh_keys(rec->ring.seed, rec->ring.key);
+	if (!(o.flags & RELSTACK_RECORDER_NO_STACK_TABLE))
+		rs_stacktab_attach(&rec->ring.stacks, rec->area + rec->run->objtab_offset + rec->run->objtab_size,
+				   ring_size);
 	rs_ring_init(&rec->ring);
 
 	RS_KILL_POINT("open-objtab");
