@@ -9,8 +9,9 @@
  * Starting a run, in an order that a crash at any point leaves harmless:
  *   1  the area of the older run gets state 0 and a zero head_hash: from
  *      here on readers see one run (the previous), never a half-new one;
- *   2  schemas, chunk states and the object table image are cleared (the
- *      image is the run two generations back's), the run head written;
+ *   2  schemas, chunk states, the object table image and the stack table
+ *      are cleared (they are the run two generations back's), the run head
+ *      written;
  *   3  head_hash, then state = ACTIVE (release): the run exists.
  * Which area holds the most recent run is decided by the reader's own run
  * head check (rs_run_head_check), so an area a kill left in 1..3 counts as
@@ -399,7 +400,7 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	strncpy(s.comm, program_invocation_short_name, sizeof(s.comm) - 1);
 	s.seed = rs_hash32(RS_HASH32_INIT, s.run_id, sizeof(s.run_id));
 	s.areas = rs_ring_areas(ring_size);
-	/* schemas, chunk states and the object table image lie between schema_offset and ring_offset */
+	/* schemas, chunk states, the object table image and the stack table lie between schema_offset and ring_offset */
 	memset(rec->area + s.schema_offset, 0, s.ring_offset - s.schema_offset);
 	RS_KILL_POINT("start-cleared");
 	memcpy(h, &s, offsetof(struct rs_run_head, head_hash));

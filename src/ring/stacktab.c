@@ -45,9 +45,19 @@
  * resolves a record only to the entry whose sum and depth it names.
  */
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ring/ring.h"
+
+_Static_assert(sizeof(struct rs_stack_head) == 64, "stack table head is 64 bytes");
+_Static_assert(offsetof(struct rs_stack_head, full) == 8, "stack table full at 8");
+_Static_assert(sizeof(struct rs_stack_entry) == 16, "stack table entry head is 16 bytes");
+_Static_assert(offsetof(struct rs_stack_entry, sum) == 8 && offsetof(struct rs_stack_entry, nwords) == 12 &&
+	       offsetof(struct rs_stack_entry, units) == 14, "stack table entry: sum at 8, nwords at 12, units at 14");
+_Static_assert(sizeof(struct rs_stack_entry) + RS_MAX_WORDS * 8 <= RS_MAX_RECORD,
+	       "the record checksum's key covers the largest entry");
+_Static_assert(RS_STACK_REF_SIZE == 8, "a reference is 8 bytes");
 
 void rs_stacktab_attach(struct rs_stacktab *t, unsigned char *mem, uint64_t ring_size)
 {
