@@ -77,10 +77,11 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static void child(enum relstack_recorder_mode mode)
+/* The child: a recorder on `path` and @n threads running @fn until the kill. */
+static void child_of(enum relstack_recorder_mode mode, unsigned n, void *(*fn)(void *))
 {
 	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
-	pthread_t th[WRITERS];
+	pthread_t th[8];
 
 	/* overwrite: small, so runs wrap; stop: large, so most runs keep everything */
 	o.size = mode == RELSTACK_MODE_STOP ? 16u << 20 : 256u << 10;
@@ -89,10 +90,15 @@ static void child(enum relstack_recorder_mode mode)
 	if (!rec)
 		_exit(2);
 	ev = rs_seq_define(rec);
-	for (unsigned i = 0; i < WRITERS; i++)
-		pthread_create(&th[i], NULL, writer, (void *)(uintptr_t)i);
+	for (unsigned i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)i);
 	for (;;)
 		pause();
+}
+
+static void child(enum relstack_recorder_mode mode)
+{
+	child_of(mode, WRITERS, writer);
 }
 
 struct tally {
@@ -505,22 +511,6 @@ static void *same_writer(void *arg)
 	return NULL;
 }
 
-static void same_child(void)
-{
-	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
-	pthread_t th[SAME_WRITERS];
-
-	o.size = 256u << 10;
-	rec = relstack_recorder__open(path, &o);
-	if (!rec)
-		_exit(2);
-	ev = rs_seq_define(rec);
-	for (unsigned i = 0; i < SAME_WRITERS; i++)
-		pthread_create(&th[i], NULL, same_writer, (void *)(uintptr_t)i);
-	for (;;)
-		pause();
-}
-
 static void writers_killed_while_inserting_the_same_stacks_never_leave_wrong_frames(void **state)
 {
 	char dir[64] = "/tmp/rs-crash-same-XXXXXX";
@@ -551,7 +541,7 @@ static void writers_killed_while_inserting_the_same_stacks_never_leave_wrong_fra
 		pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0)
-			same_child();
+			child_of(RELSTACK_MODE_OVERWRITE, SAME_WRITERS, same_writer);
 		while (atomic_load(&prog->ready) < SAME_WRITERS) {
 			if (waitpid(pid, &status, WNOHANG) == pid)
 				fail_msg("writer exited early, status %d", status);
