@@ -18,6 +18,10 @@
  *
  *   bench_stacks                 everything, printed as `name: value unit`
  *   bench_stacks table|inline N  N records of d32 only (bench/callgrind.sh)
+ *   bench_stacks FILE            the same sizes for a buffer file a real run
+ *                                wrote (relstack kernel record, relstack record):
+ *                                its records as they are, and as they would be
+ *                                carrying their words
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -242,8 +246,63 @@ static void all(void)
 	}
 }
 
+/* Sizes of the current run of a buffer file, with its table and as if every stack were inline. */
+static int file_figures(const char *file)
+{
+	struct relstack_reader *r = relstack_reader__open(file, NULL);
+	struct relstack_stack_table_info st;
+	struct relstack_cursor *c;
+	struct relstack_record o;
+	uint64_t n = 0, words = 0, inline_len = 0, rel_inline = 0, rel_ref = 0, rel = 0;
+	double len;
+
+	if (!r) {
+		perror(file);
+		return 1;
+	}
+	relstack_reader__stack_table(r, RELSTACK_RUN_CURRENT, &st);
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	while (c && relstack_cursor__next(c, &o) > 0) {
+		n++;
+		words += o.nwords;
+		inline_len += (48 + o.nwords * 8 + o.fields_size + 15) / 16 * 16;
+		if (o.has_stack && !o.absolute && o.nwords) {
+			rel++;
+			rel_inline += (48 + o.nwords * 8 + o.fields_size + 15) / 16 * 16;
+			rel_ref += (48 + 8 + o.fields_size + 15) / 16 * 16;
+		}
+	}
+	relstack_cursor__free(c);
+	relstack_reader__close(r);
+	if (!n) {
+		fprintf(stderr, "%s: no records\n", file);
+		return 1;
+	}
+	/*
+	 * A record naming an entry: 48 fixed bytes, the 8-byte reference, its
+	 * fields, padded.  Relative stack records are taken as naming one in
+	 * the share the table says (exact when all or none do).
+	 */
+	len = (double)(inline_len - rel_inline) +
+	      (rel ? ((double)rel_ref * st.ref_records + (double)rel_inline * st.inline_records) / (double)rel : 0);
+	printf("stacks_file_records: %llu records, %.1f words/record, %llu entries, %llu of them name one, %llu inline "
+	       "for lack of room\n", (unsigned long long)n, (double)words / n, (unsigned long long)st.entries,
+	       (unsigned long long)st.ref_records, (unsigned long long)st.full);
+	printf("stacks_file_record_bytes_table: %.1f bytes/record\n", len / n);
+	printf("stacks_file_record_bytes_inline: %.1f bytes/record\n", (double)inline_len / n);
+	printf("stacks_file_record_bytes_table: ratio %.3f vs inline (%.1f %% smaller)\n", len / inline_len,
+	       100.0 * (1 - len / inline_len));
+	printf("stacks_file_stack_bytes_table: %.1f bytes/record\n", (8.0 * st.ref_records + st.used) / n);
+	printf("stacks_file_stack_bytes_inline: %.1f bytes/record\n", 8.0 * words / n);
+	printf("stacks_file_stack_bytes_table: ratio %.3f vs inline (%.1f %% less stack data)\n",
+	       (8.0 * st.ref_records + st.used) / (8.0 * words), 100.0 * (1 - (8.0 * st.ref_records + st.used) / (8.0 * words)));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2)
+		return file_figures(argv[1]);
 	pool = malloc(sizeof(*pool) * 512);
 	depth = malloc(sizeof(*depth) * 512);
 	draw = malloc(sizeof(*draw) * RECORDS);
