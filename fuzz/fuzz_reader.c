@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * libFuzzer target: the buffer file reader over arbitrary bytes.  Opens
- * them, then touches everything a decoder would: both runs' info, every
- * object record, every schema, every record with its time converted from
+ * them, then touches everything a decoder would: both runs' info and
+ * stack table figures, every object record, every schema, every record
+ * (its words taken from the stack table where it names an entry) with its time converted from
  * the run's clock and every integer field, and the words of the first
  * records decoded and checked against the run's object table.
  *
@@ -33,10 +34,14 @@ static void walk(struct relstack_reader *r, enum relstack_run_which which)
 	struct relstack_run_info info;
 	struct relstack_cursor *c;
 	struct relstack_record rec;
+	struct relstack_stack_table_info st;
 	unsigned n;
 
 	if (relstack_reader__run_info(r, which, &info) < 0)
 		return;
+	if (relstack_reader__stack_table(r, which, &st) < 0 || st.used > st.arena_size ||
+	    st.entries + st.damaged > st.buckets || st.ref_records + st.inline_records > info.records)
+		__builtin_trap();
 	n = relstack_reader__object_count(r, which);
 	for (uint32_t s = 0; s <= n; s++) {
 		struct relstack_object o;

@@ -419,6 +419,34 @@ static void info_schemas(struct relstack_reader *r, enum relstack_run_which w, b
  * follow the rule of relstack(1): addresses, offsets and sizes of code and
  * marker words are "0x" strings; counts, times, ids are numbers.
  */
+/* The run's stack table: its size, entries, hit rate (records naming an entry among stack records), fallbacks. */
+static void info_stack_table(struct relstack_reader *r, enum relstack_run_which which, bool json)
+{
+	struct relstack_stack_table_info st;
+	uint64_t stacks;
+
+	if (relstack_reader__stack_table(r, which, &st) < 0)
+		return;
+	stacks = st.ref_records + st.inline_records;
+	if (json) {
+		printf(",\"stack_table\":{\"size\":%" PRIu64 ",\"entry_bytes\":%" PRIu64 ",\"entry_bytes_used\":%" PRIu64
+		       ",\"index_slots\":%" PRIu64 ",\"entries\":%" PRIu64 ",\"damaged_entries\":%" PRIu64
+		       ",\"records_naming_an_entry\":%" PRIu64 ",\"records_inline\":%" PRIu64 ",\"full_fallbacks\":%" PRIu64 "}",
+		       st.size, st.arena_size, st.used, st.buckets, st.entries, st.damaged, st.ref_records,
+		       st.inline_records, st.full);
+		return;
+	}
+	if (!st.size) {
+		printf("  stack table: none (a file of version 3): every record carries its stack\n");
+		return;
+	}
+	printf("  stack table: %" PRIu64 " bytes, %" PRIu64 " entries in %" PRIu64 " of %" PRIu64 " entry bytes%s; "
+	       "hit rate %.1f %% (%" PRIu64 " of %" PRIu64 " stack records name an entry); %" PRIu64
+	       " stacks written inline because it was full\n",
+	       st.size, st.entries, st.used, st.arena_size, st.damaged ? " (some damaged)" : "",
+	       stacks ? 100.0 * (double)st.ref_records / (double)stacks : 0.0, st.ref_records, stacks, st.full);
+}
+
 static void info_json(struct relstack_reader *r, const struct rs_tool_opts *o, const struct relstack_run_info *ri)
 {
 	const struct relstack_format *fm = relstack_reader__format(r);
@@ -461,6 +489,7 @@ static void info_json(struct relstack_reader *r, const struct rs_tool_opts *o, c
 	       ri->ring_size, ri->chunk_size, ri->objtab_capacity, ri->schema_capacity,
 	       ri->mode == RELSTACK_MODE_STOP ? "stop-when-full" : "overwrite-oldest", ri->addresses ? "true" : "false",
 	       ri->records, ri->lost, ri->overwritten, ri->skipped, ri->written);
+	info_stack_table(r, o->run, true);
 	info_objects(r, o->run, true);
 	info_schemas(r, o->run, true);
 	printf("}\n");
@@ -508,6 +537,7 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 	printf("  counters: %" PRIu64 " records, %" PRIu64 " lost, %" PRIu64 " overwritten, %" PRIu64
 	       " skipped (partial or damaged), %" PRIu64 " bytes written\n",
 	       ri.records, ri.lost, ri.overwritten, ri.skipped, ri.written);
+	info_stack_table(r, o->run, false);
 	info_objects(r, o->run, false);
 	info_schemas(r, o->run, false);
 	return 0;

@@ -88,7 +88,8 @@ static const char main_usage[] =
 static const char info_usage[] =
 	"Usage: relstack info [--run current|previous] [--format text|json] FILE\n"
 	"Print the format descriptor, the run's identity, clocks and geometry, its\n"
-	"counters (lost, overwritten, skipped), object table and event schemas.\n"
+	"counters (lost, overwritten, skipped), stack table (size, entries, hit rate,\n"
+	"stacks written inline because it was full), object table and event schemas.\n"
 	"FILE '-' reads standard input.\n"
 	"\n"
 	"  --run current|previous   which run of the file (default: current)\n"

@@ -127,6 +127,27 @@ struct relstack_run_info {
 RELSTACK_API const char *relstack_reader__record_error(const struct relstack_reader *r,
 						       enum relstack_run_which which);
 
+/*
+ * The run's stack table (docs/format.md, "The stack table"): each distinct
+ * relative stack once, named by the records that carry it.  All zero for
+ * a run of a file version without one.
+ */
+struct relstack_stack_table_info {
+	uint64_t size;                 /* bytes of the table in the file */
+	uint64_t arena_size;           /* bytes for entries */
+	uint64_t used;                 /* entry bytes taken (a table never gives them back in its run) */
+	uint64_t buckets;              /* index slots */
+	uint64_t entries;              /* distinct stacks the index names, whole */
+	uint64_t damaged;              /* index slots naming an entry that fails its checks */
+	uint64_t full;                 /* stacks written inline because the table had no room (writer's count) */
+	uint64_t ref_records;          /* valid records that name their stack in the table ... */
+	uint64_t inline_records;       /* ... and relative stack records that carry their words */
+};
+
+/* 0, or -ENOENT if the file has no such run. */
+RELSTACK_API int relstack_reader__stack_table(const struct relstack_reader *r, enum relstack_run_which which,
+					      struct relstack_stack_table_info *out);
+
 /* Number of valid runs in the file (0, 1 or 2). */
 RELSTACK_API unsigned relstack_reader__run_count(const struct relstack_reader *r);
 

@@ -41,11 +41,18 @@ enum relstack_recorder_mode {
 
 /* relstack_recorder_opts.flags */
 #define RELSTACK_RECORDER_ABSOLUTE 0x1u /* allow absolute stacks: the file then holds addresses */
+/*
+ * Every record carries its words: the run's stack table (docs/format.md) stays
+ * empty.  Without it, a relative stack the table holds, or can still take, is
+ * stored once and records name it.
+ */
+#define RELSTACK_RECORDER_NO_STACK_TABLE 0x2u
 
 struct relstack_recorder_opts {
 	size_t sz;                        /* sizeof(struct relstack_recorder_opts) */
 	uint64_t size;                    /* data ring bytes per run; 0: 1 MiB.  Rounded up to a
-					     power of two, 64 KiB .. 1 GiB.  New files only: an
+					     power of two, 64 KiB .. 1 GiB.  Each run also keeps a
+					     stack table of size / 2 bytes.  New files only: an
 					     existing file keeps its geometry */
 	enum relstack_recorder_mode mode; /* for the new run */
 	unsigned flags;                   /* RELSTACK_RECORDER_* */

@@ -67,9 +67,12 @@ struct run_view {
 	unsigned area;
 	struct rs_run_head h;
 	uint32_t key[RS_NH_KEYS];     /* the run's record checksum key */
-	unsigned char *ring;          /* copies of the run's ring and object table image */
+	unsigned char *ring;          /* copies of the run's ring, object table image and stack table */
 	unsigned char *objtab;
 	size_t objtab_size;
+	unsigned char *stk;           /* NULL: a version 3 run, no stack table */
+	struct rs_stack_geo sg;
+	uint64_t stk_entries, stk_bad, stk_refs, stk_inline;
 	unsigned objtab_cap;          /* 0: image damaged */
 	struct relstack_schema schema[RS_SCHEMAS];
 	unsigned nschemas;
@@ -78,7 +81,7 @@ struct run_view {
 	struct rec_ref *pos;          /* valid records, by time */
 	size_t npos, cappos;
 	uint64_t skipped, partial, damaged, malformed, gap_bytes;
-	char rec_err[200];            /* the first damaged or malformed record */
+	char rec_err[320];            /* the first damaged or malformed record */
 };
 
 struct relstack_reader {
@@ -146,10 +149,10 @@ int rs_file_head_check(const void *mem, uint64_t file_bytes, struct rs_file_head
 		return head_fail(msg, msgsz, -RELSTACK_ETRUNCATED, "offset 0x%llx: file ends inside the %zu-byte file head",
 				 (unsigned long long)file_bytes, sizeof(*f));
 	memcpy(f, mem, sizeof(*f));
-	if (f->version != RS_FILE_VERSION)
+	if (f->version != RS_FILE_VERSION && f->version != RS_FILE_VERSION_PREV)
 		return head_fail(msg, msgsz, -RELSTACK_EVERSION,
-				 "offset 0x8 (version): version %u, this reader reads version %u", f->version,
-				 RS_FILE_VERSION);
+				 "offset 0x8 (version): version %u, this reader reads versions %u and %u", f->version,
+				 RS_FILE_VERSION_PREV, RS_FILE_VERSION);
 	if (f->head_size != sizeof(*f))
 		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0xc (head_size): %u, expected %zu",
 				 f->head_size, sizeof(*f));
@@ -170,6 +173,8 @@ int rs_file_head_check(const void *mem, uint64_t file_bytes, struct rs_file_head
 	if (f->objtab_capacity < 1 || f->objtab_capacity > RS_OBJTAB_SLOTS)
 		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT, "offset 0x54 (objtab_capacity): %u is not in [1, %u]",
 				 f->objtab_capacity, RS_OBJTAB_SLOTS);
+	memset(layout, 0, sizeof(*layout));
+	layout->version = f->version; /* version 3 runs have no stack table */
 	rs_run_layout(f->ring_size, f->objtab_capacity, layout, &area);
 	if (f->run_area_size != area)
 		return head_fail(msg, msgsz, -RELSTACK_ECORRUPT,
@@ -234,8 +239,8 @@ int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *lay
 		RUN_FAIL(204, "state 0: a run was being started here when its writer stopped");
 	if (h->state != RS_RUN_ACTIVE && h->state != RS_RUN_CLOSED)
 		RUN_FAIL(204, "state %u unknown", h->state);
-	if (h->version != RS_FILE_VERSION)
-		RUN_FAIL(8, "run version %u, expected %u", h->version, RS_FILE_VERSION);
+	if (h->version != L->version)
+		RUN_FAIL(8, "run version %u, the file head says %u", h->version, L->version);
 	if (h->head_size != sizeof(*h))
 		RUN_FAIL(12, "run head_size %u, expected %zu", h->head_size, sizeof(*h));
 	if (h->generation == 0 || h->generation >= (1ull << 24))
@@ -348,6 +353,10 @@ static int read_run(const struct relstack_reader *r, const struct source *src, s
 	rs_nh_keys(v->h.seed, v->key);
 	v->objtab_size = v->h.objtab_size;
 	ret = src_copy(src, at + v->h.objtab_offset, v->objtab_size, &v->objtab);
+	if (ret == 0 && v->h.version != RS_FILE_VERSION_PREV) {
+		v->sg = rs_stack_geo(v->h.ring_size);
+		ret = src_copy(src, at + v->h.objtab_offset + v->h.objtab_size, v->sg.size, &v->stk);
+	}
 	if (ret == 0)
 		ret = src_copy(src, at + v->h.ring_offset, v->h.ring_size, &v->ring);
 	return ret;
@@ -467,24 +476,85 @@ static void check_schemas(struct run_view *v, const unsigned char *table)
 /* ---- 4: records ---- */
 
 /* Why the body of a committed record is not acceptable, or NULL. */
-static const char *body_problem(const struct rs_rec_head *h, const struct rs_rec_body *b, size_t len,
-				unsigned ws)
+static const char *body_problem(bool stack_table, const struct rs_rec_head *h, const struct rs_rec_body *b,
+				size_t len, unsigned ws)
 {
-	if (h->kind < RS_REC_STACK_REL || h->kind > RS_REC_EVENT)
+	if (h->kind < RS_REC_STACK_REL || h->kind > (stack_table ? RS_REC_STACK_REF : RS_REC_EVENT))
 		return "unknown kind";
+	if (h->kind == RS_REC_STACK_REF)
+		ws = 0; /* the reference, not the words, is in the record */
 	if (h->flags)
 		return "flags not zero";
 	if (len < RS_REC_FIXED)
 		return "shorter than a record";
 	if (b->nwords > RS_MAX_WORDS || b->fields_size > RS_MAX_FIELDS_SIZE)
 		return "more words or fields than a record holds";
-	if (RS_REC_FIXED + (size_t)b->nwords * ws + b->fields_size > len)
+	if (RS_REC_FIXED + (ws ? (size_t)b->nwords * ws : RS_STACK_REF_SIZE) + b->fields_size > len)
 		return "words and fields beyond the record";
+	if (h->kind == RS_REC_STACK_REF && !b->nwords)
+		return "stack reference to a stack of no words";
 	if (h->kind == RS_REC_EVENT && b->nwords)
 		return "event record with words";
 	if (b->reserved)
 		return "reserved not zero";
 	return NULL;
+}
+
+/*
+ * Why the stack table entry that reference @ref (of a kind 5 record, or
+ * of an index slot) names is not a whole entry of @depth words with the
+ * checksum @ref names, or NULL; *@off gets its offset in the arena.
+ */
+static const char *stack_problem(const struct run_view *v, unsigned ws, uint64_t ref, unsigned depth,
+				 uint64_t *off)
+{
+	const unsigned char *arena = v->stk + v->sg.arena_off;
+	struct rs_stack_entry e;
+	size_t len;
+
+	*off = (ref & 0xffffffffu) * 16;
+	if (*off + sizeof(e) > v->sg.arena_size)
+		return "names a stack table entry beyond the arena";
+	memcpy(&e, arena + *off, sizeof(e));
+	if (e.sum == 0)
+		return "stack table entry not written (its writer stopped before its checksum)";
+	if (e.tag != (RS_STACK_TAG | *off))
+		return "stack table entry: tag is not its own offset";
+	len = (sizeof(e) + (size_t)e.nwords * ws + 15) & ~(size_t)15;
+	if (e.nwords == 0 || e.nwords > RS_MAX_WORDS || e.units != len / 16 || *off + len > v->sg.arena_size)
+		return "stack table entry: length does not fit its words or the arena";
+	if (e.sum != rs_rec_sum(v->h.seed, v->key, e.tag, arena + *off, len))
+		return "stack table entry: checksum mismatch";
+	if (e.sum != (uint32_t)(ref >> 32))
+		return "stack table entry is not the one named (checksum differs)";
+	if (e.nwords != depth)
+		return "stack table entry: depth differs from the record's";
+	return NULL;
+}
+
+/* The index's slots: entries that pass stack_problem(), and those that do not. */
+static void scan_stack_index(struct run_view *v, unsigned ws)
+{
+	const unsigned char *index = v->stk + v->sg.index_off;
+
+	for (uint64_t i = 0; i < v->sg.buckets; i++) {
+		uint64_t s, off;
+		struct rs_stack_entry e;
+
+		memcpy(&s, index + 8 * i, 8);
+		if (!s)
+			continue;
+		off = ((s & 0xffffffffu) - 1) * 16;
+		if ((s & 0xffffffffu) == 0 || off + sizeof(e) > v->sg.arena_size) {
+			v->stk_bad++;
+			continue;
+		}
+		memcpy(&e, v->stk + v->sg.arena_off + off, sizeof(e));
+		if (stack_problem(v, ws, (uint64_t)e.sum << 32 | off / 16, e.nwords, &off))
+			v->stk_bad++;
+		else
+			v->stk_entries++;
+	}
 }
 
 static int add_pos(struct run_view *v, uint32_t a, uint64_t p, uint64_t time)
@@ -748,7 +818,27 @@ static int scan_area(const struct relstack_reader *r, struct run_view *v, uint32
 		memset(&b, 0, sizeof(b));
 		if (len >= RS_REC_FIXED)
 			memcpy(&b, d + RS_REC_HEAD, sizeof(b));
-		why = body_problem(&rh, &b, len, ws);
+		why = body_problem(v->stk != NULL, &rh, &b, len, ws);
+		if (!why && rh.kind == RS_REC_STACK_REF) {
+			uint64_t ref, off;
+			const char *sp;
+
+			memcpy(&ref, d + RS_REC_FIXED, sizeof(ref));
+			sp = stack_problem(v, ws, ref, b.nwords, &off);
+			if (sp) {
+				char m[160];
+
+				snprintf(m, sizeof(m), "entry +0x%llx of the stack table: %s", (unsigned long long)off, sp);
+				v->skipped++;
+				v->malformed++;
+				bad_record(r, v, a, p, m);
+				p += len;
+				continue;
+			}
+			v->stk_refs++;
+		} else if (!why && rh.kind == RS_REC_STACK_REL && b.nwords) {
+			v->stk_inline++;
+		}
 		if (why) {
 			v->skipped++;
 			v->malformed++;
@@ -767,6 +857,7 @@ static void free_runs(struct relstack_reader *r)
 		free(r->run[i].pos);
 		free(r->run[i].ring);
 		free(r->run[i].objtab);
+		free(r->run[i].stk);
 	}
 }
 
@@ -812,6 +903,8 @@ static struct relstack_reader *open_source(const struct source *src, bool locked
 		ret = scan_records(r, v);
 		if (ret < 0)
 			goto fail;
+		if (v->stk)
+			scan_stack_index(v, r->fh.format.word_size);
 	}
 	for (unsigned i = 0; i < RS_RUNS; i++) {
 		if (!r->run[i].valid)
@@ -975,6 +1068,30 @@ int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run
 	return 0;
 }
 
+int relstack_reader__stack_table(const struct relstack_reader *r, enum relstack_run_which which,
+				 struct relstack_stack_table_info *out)
+{
+	const struct run_view *v = view(r, which);
+	struct rs_stack_head sh;
+
+	if (!v)
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	if (!v->stk)
+		return 0;
+	memcpy(&sh, v->stk, sizeof(sh));
+	out->size = v->sg.size;
+	out->arena_size = v->sg.arena_size;
+	out->used = sh.used < v->sg.arena_size ? sh.used : v->sg.arena_size;
+	out->buckets = v->sg.buckets;
+	out->entries = v->stk_entries;
+	out->damaged = v->stk_bad;
+	out->full = sh.full;
+	out->ref_records = v->stk_refs;
+	out->inline_records = v->stk_inline;
+	return 0;
+}
+
 const char *relstack_reader__run_error(const struct relstack_reader *r, unsigned area)
 {
 	if (area >= RS_RUNS || !r->run[area].err[0])
@@ -1108,6 +1225,13 @@ int relstack_cursor__next(struct relstack_cursor *c, struct relstack_record *out
 	out->has_stack = rh.kind != RS_REC_EVENT;
 	out->absolute = rh.kind == RS_REC_STACK_ABS;
 	out->nwords = b.nwords;
+	if (rh.kind == RS_REC_STACK_REF) {
+		uint64_t ref;
+
+		/* checked when the run was read (stack_problem()) */
+		memcpy(&ref, w, sizeof(ref));
+		w = v->stk + v->sg.arena_off + (ref & 0xffffffffu) * 16 + sizeof(struct rs_stack_entry);
+	}
 	for (size_t i = 0; i < b.nwords; i++) {
 		if (ws == 8) {
 			memcpy(&c->words[i], w + 8 * i, 8);
@@ -1120,7 +1244,8 @@ int relstack_cursor__next(struct relstack_cursor *c, struct relstack_record *out
 	}
 	out->words = c->words;
 	out->fields_size = b.fields_size;
-	memcpy(c->fields, w + (size_t)b.nwords * ws, b.fields_size);
+	memcpy(c->fields, d + RS_REC_FIXED + (rh.kind == RS_REC_STACK_REF ? RS_STACK_REF_SIZE : (size_t)b.nwords * ws),
+	       b.fields_size);
 	out->fields = c->fields;
 	return 1;
 }

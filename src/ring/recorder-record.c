@@ -43,6 +43,12 @@ static int put(struct relstack_recorder *rec, unsigned event_id, const uint64_t 
 		.fields_size = fields_size,
 	};
 
+	/* a relative stack the run's table holds, or now takes, is named, not copied (stacktab.c) */
+	if (in.kind == RS_REC_STACK_REL && in.nwords && rec->ring.stacks.head) {
+		in.ref = rs_stacktab_ref(&rec->ring, words, n);
+		if (in.ref)
+			in.kind = RS_REC_STACK_REF;
+	}
 	return rs_ring_write(&rec->ring, &in);
 }
 

@@ -9,8 +9,9 @@
  * Starting a run, in an order that a crash at any point leaves harmless:
  *   1  the area of the older run gets state 0 and a zero head_hash: from
  *      here on readers see one run (the previous), never a half-new one;
- *   2  schemas, chunk states and the object table image are cleared (the
- *      image is the run two generations back's), the run head written;
+ *   2  schemas, chunk states, the object table image and the stack table
+ *      are cleared (they are the run two generations back's), the run head
+ *      written;
  *   3  head_hash, then state = ACTIVE (release): the run exists.
  * Which area holds the most recent run is decided by the reader's own run
  * head check (rs_run_head_check), so an area a kill left in 1..3 counts as
@@ -137,6 +138,8 @@ void rs_run_layout(uint64_t ring_size, unsigned objtab_capacity, struct rs_run_h
 	h->objtab_offset = off;
 	h->objtab_size = round_block(rs_objtab_image_size(objtab_capacity));
 	off += h->objtab_size;
+	if (h->version != RS_FILE_VERSION_PREV)
+		off += rs_stack_geo(ring_size).size; /* the stack table, between the image and the ring */
 	h->ring_offset = off;
 	h->ring_size = ring_size;
 	h->chunk_size = RS_CHUNK;
@@ -292,6 +295,7 @@ static void new_file_head(uint64_t ring_size, unsigned objtab_capacity, struct r
 	uint64_t area;
 
 	memset(&geo, 0, sizeof(geo));
+	geo.version = RS_FILE_VERSION;
 	rs_run_layout(ring_size, objtab_capacity, &geo, &area);
 	memset(f, 0, sizeof(*f));
 	memcpy(f->magic, RS_FILE_MAGIC, 8);
@@ -396,7 +400,7 @@ static void run_start(struct relstack_recorder *rec, struct rs_run_head *h, uint
 	strncpy(s.comm, program_invocation_short_name, sizeof(s.comm) - 1);
 	s.seed = rs_hash32(RS_HASH32_INIT, s.run_id, sizeof(s.run_id));
 	s.areas = rs_ring_areas(ring_size);
-	/* schemas, chunk states and the object table image lie between schema_offset and ring_offset */
+	/* schemas, chunk states, the object table image and the stack table lie between schema_offset and ring_offset */
 	memset(rec->area + s.schema_offset, 0, s.ring_offset - s.schema_offset);
 	RS_KILL_POINT("start-cleared");
 	memcpy(h, &s, offsetof(struct rs_run_head, head_hash));
@@ -482,6 +486,10 @@ static int open_file(const char *path, uint64_t ring_size, unsigned cap, struct 
 				 msg, sizeof(msg));
 	if (ret < 0)
 		goto fail;
+	if (f->version != RS_FILE_VERSION) {
+		ret = -RELSTACK_EVERSION; /* an older file: read it, do not write it */
+		goto fail;
+	}
 	relstack_format_native(&native);
 	if (memcmp(&native, &f->format, sizeof(native)) != 0) {
 		ret = -RELSTACK_EFORMAT; /* a file of another word size or layout: read it, do not write it */
@@ -513,7 +521,7 @@ static struct relstack_recorder *open_recorder(const char *path, const struct re
 		goto einval;
 	if (o.mode != RELSTACK_MODE_OVERWRITE && o.mode != RELSTACK_MODE_STOP)
 		goto einval;
-	if (o.flags & ~RELSTACK_RECORDER_ABSOLUTE)
+	if (o.flags & ~(RELSTACK_RECORDER_ABSOLUTE | RELSTACK_RECORDER_NO_STACK_TABLE))
 		goto einval;
 	ring_size = o.size ? o.size : RS_DEFAULT_RING;
 	if (ring_size > RS_MAX_RING)
@@ -592,6 +600,9 @@ static struct relstack_recorder *open_recorder(const char *path, const struct re
 	rec->ring.word_size = f.format.word_size;
 	rec->ring.clock = rec->run->clock;
 	rs_nh_keys(rec->ring.seed, rec->ring.key);
+	if (!(o.flags & RELSTACK_RECORDER_NO_STACK_TABLE))
+		rs_stacktab_attach(&rec->ring.stacks, rec->area + rec->run->objtab_offset + rec->run->objtab_size,
+				   ring_size);
 	rs_ring_init(&rec->ring);
 
 	RS_KILL_POINT("open-objtab");

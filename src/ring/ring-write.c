@@ -442,7 +442,11 @@ static inline __attribute__((always_inline)) void record_put(struct rs_ring *r, 
 {
 	struct rs_rec_head *h = (struct rs_rec_head *)d;
 	unsigned char *w = d + RS_REC_FIXED;
-	size_t nwords = in->nwords, wbytes = nwords * r->word_size, done;
+	/* a kind 5 record carries its 8-byte reference where the words would be, and the depth in nwords */
+	bool ref = in->kind == RS_REC_STACK_REF;
+	const uint64_t *words = ref ? &in->ref : in->words;
+	unsigned ws = ref ? 8 : r->word_size;
+	size_t nwords = ref ? 1 : in->nwords, wbytes = nwords * ws, done;
 	uint32_t head_word = (uint32_t)in->kind | (uint32_t)(len / 16) << 16; /* kind, flags 0, units */
 	rs_nh_acc acc, b0, b1;
 
@@ -454,14 +458,14 @@ static inline __attribute__((always_inline)) void record_put(struct rs_ring *r, 
 	/* C: the body head (time, epoch | tid, reasons, event_id, nwords, fields_size, reserved 0) */
 	b0 = rs_nh_make(time, in->epoch);
 	b1 = rs_nh_make((uint64_t)tid | (uint64_t)in->reasons << 32,
-			(uint64_t)in->event_id | (uint64_t)nwords << 16 | (uint64_t)in->fields_size << 32);
+			(uint64_t)in->event_id | (uint64_t)in->nwords << 16 | (uint64_t)in->fields_size << 32);
 	rs_nh_store(d + RS_REC_HEAD, b0);
 	rs_nh_store(d + RS_REC_HEAD + 16, b1);
 	acc = rs_nh_block(rs_nh_block(rs_nh_zero(), b0, r->key), b1, r->key + 4);
 	done = RS_REC_FIXED;
-	if (r->word_size == 8) {
+	if (ws == 8) {
 		/* words two at a time: each 16 bytes loaded once, stored once, summed from the register */
-		const unsigned char *src = (const unsigned char *)in->words;
+		const unsigned char *src = (const unsigned char *)words;
 		size_t pairs = nwords / 2;
 
 		for (size_t i = 0; i < pairs; i++) {
@@ -481,12 +485,12 @@ static inline __attribute__((always_inline)) void record_put(struct rs_ring *r, 
 		 * Summed back from the ring.
 		 */
 		rs_nh_store(d + len - 16, rs_nh_zero());
-		if (r->word_size == 8) {
+		if (ws == 8) {
 			if (nwords & 1)
-				memcpy(w + (done - RS_REC_FIXED), &in->words[nwords - 1], 8);
+				memcpy(w + (done - RS_REC_FIXED), &words[nwords - 1], 8);
 		} else {
 			for (size_t i = 0; i < nwords; i++) {
-				uint32_t v = (uint32_t)in->words[i];
+				uint32_t v = (uint32_t)words[i];
 
 				memcpy(w + 4 * i, &v, 4);
 			}
@@ -535,7 +539,8 @@ static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, 
 		count_lost(r);
 		return -E2BIG;
 	}
-	len = (RS_REC_FIXED + in->nwords * r->word_size + in->fields_size + 15) & ~(size_t)15;
+	len = (RS_REC_FIXED + (in->kind == RS_REC_STACK_REF ? RS_STACK_REF_SIZE : in->nwords * r->word_size) +
+	       in->fields_size + 15) & ~(size_t)15;
 	tid = t->tid;
 	if (rs_unlikely(!tid))
 		tid = rs_ring_tid();

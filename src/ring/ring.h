@@ -8,7 +8,7 @@
  * writer produces; the format descriptor says so).
  *
  *   file:  [ file head, 4096 ] [ run area 0 ] [ run area 1 ]
- *   run:   [ run head, 4096 ] [ schemas ] [ chunk states ] [ object table image ] [ ring ]
+ *   run:   [ run head, 4096 ] [ schemas ] [ chunk states ] [ object table image ] [ stack table ] [ ring ]
  *   ring:  [ write area 0 ] [ write area 1 ] ... (run head `areas` of them, one per CPU)
  */
 #ifndef RELSTACK_RING_H
@@ -24,7 +24,8 @@
 #include "ring/arch/x86_64/ring-arch.h"
 
 #define RS_FILE_MAGIC "RELSTACK"
-#define RS_FILE_VERSION 3u
+#define RS_FILE_VERSION 4u
+#define RS_FILE_VERSION_PREV 3u /* read (no stack table), never written */
 #define RS_RUN_MAGIC "RELSTRUN"
 #define RS_BLOCK 4096u
 #define RS_MIN_RING (64u << 10)  /* data ring bytes of a run, at least ... */
@@ -138,6 +139,8 @@ struct rs_chunk_state {
 #define RS_REC_STACK_REL 2u /* relative stack (entry words) + fields */
 #define RS_REC_STACK_ABS 3u /* absolute addresses + fields */
 #define RS_REC_EVENT 4u     /* fields only */
+#define RS_REC_STACK_REF 5u /* relative stack named by its stack table entry + fields */
+#define RS_STACK_REF_SIZE 8u /* a kind 5 record's reference: entry unit (u32), entry checksum (u32) */
 
 struct rs_rec_head {
 	uint64_t pos;     /* its own logical position; written after commit = 0 */
@@ -164,6 +167,52 @@ struct rs_rec_body {
 #define RS_MAX_WORDS 256u
 #define RS_MAX_FIELDS_SIZE 1024u
 #define RS_MAX_RECORD (RS_REC_FIXED + RS_MAX_WORDS * 8 + RS_MAX_FIELDS_SIZE)
+
+/*
+ * The stack table (stacktab.c has the design): a run's distinct relative
+ * stacks, each written once, named by the records that carry it.
+ *
+ *   [ head, 64 bytes, in a block of its own ] [ index: buckets x u64 ] [ arena of entries ]
+ *
+ * Its size follows from the ring's (rs_stack_geo()), so the file head's
+ * geometry fixes it and a run head needs no field for it.
+ */
+struct rs_stack_head {
+	uint64_t used;      /* arena bytes handed out; may pass arena_size by a failed reservation */
+	uint64_t full;      /* stacks written inline because the table had no room */
+	uint8_t pad[48];
+};
+
+/* An entry: 16-byte head, then nwords words of the file's word size, zero-padded to 16. */
+struct rs_stack_entry {
+	uint64_t tag;       /* RS_STACK_TAG | its offset in the arena */
+	uint32_t sum;       /* rs_rec_sum() of the entry with pos = tag; 0 while written */
+	uint16_t nwords;    /* 1 .. RS_MAX_WORDS */
+	uint16_t units;     /* entry length / 16 */
+};
+
+#define RS_STACK_TAG (1ull << 63)
+#define RS_STACK_PROBES 32u /* index slots an insertion looks at before the table counts as full */
+
+struct rs_stack_geo {
+	uint64_t size;       /* bytes of the whole table: half the ring */
+	uint64_t index_off;  /* from the table's start */
+	uint64_t buckets;    /* index slots, a power of two */
+	uint64_t arena_off;
+	uint64_t arena_size;
+};
+
+static inline struct rs_stack_geo rs_stack_geo(uint64_t ring_size)
+{
+	struct rs_stack_geo g;
+
+	g.size = ring_size / 2;
+	g.index_off = 4096;
+	g.buckets = g.size / 64;
+	g.arena_off = g.index_off + g.buckets * 8;
+	g.arena_size = g.size - g.arena_off;
+	return g;
+}
 
 /* Event schemas */
 #define RS_SCHEMAS 64u
@@ -263,6 +312,15 @@ static inline uint32_t rs_rec_sum(uint32_t seed, const uint32_t *key, uint64_t p
 
 /* ---- the writer ---- */
 
+/* The run's stack table, as its writers see it; head NULL: records carry their words. */
+struct rs_stacktab {
+	struct rs_stack_head *head;
+	_Atomic uint64_t *index;
+	unsigned char *arena;
+	uint64_t arena_size;
+	uint64_t mask;        /* buckets - 1 */
+};
+
 /* One write area, as its writers see it: written from the CPU it belongs to, as a rule. */
 struct rs_ring_area {
 	_Alignas(64) unsigned char *data; /* the area's first byte */
@@ -287,6 +345,7 @@ struct rs_ring {
 	uint64_t serial;             /* unique per ring in this process */
 	int holder;                  /* object table holder id, -1 if none */
 	_Atomic uint64_t held;       /* the horizon last given to the object table */
+	struct rs_stacktab stacks;
 	_Alignas(16) uint32_t key[RS_NH_KEYS]; /* rs_nh_keys(seed) */
 	struct rs_ring_area area[RS_MAX_AREAS];
 };
@@ -298,7 +357,8 @@ struct rs_rec_in {
 	uint32_t reasons;
 	uint64_t epoch;
 	const uint64_t *words;
-	size_t nwords;
+	size_t nwords;        /* for RS_REC_STACK_REF: the depth of the stack it names */
+	uint64_t ref;         /* RS_REC_STACK_REF: rs_stacktab_ref()'s reference */
 	const void *fields;
 	size_t fields_size;
 };
@@ -314,6 +374,16 @@ RS_HIDDEN extern uint32_t rs_ring_test_areas;
 RS_HIDDEN int rs_ring_write_partial(struct rs_ring *r, const struct rs_rec_in *in, unsigned stage);
 
 RS_HIDDEN uint64_t rs_clock_ns(int clock);
+
+/*
+ * The reference of the relative stack @words[0..n) in the run's stack
+ * table (entry unit | entry checksum << 32), inserting it if it is not
+ * there; 0 if the table has no room (counted in its head's `full`) or
+ * the run has none.  Lock-free and async-signal-safe (stacktab.c).
+ */
+RS_HIDDEN uint64_t rs_stacktab_ref(struct rs_ring *r, const uint64_t *words, size_t n);
+/* Points @t at the stack table at @mem of a run whose ring is @ring_size bytes. */
+RS_HIDDEN void rs_stacktab_attach(struct rs_stacktab *t, unsigned char *mem, uint64_t ring_size);
 
 /*
  * Kill points: a test build (-DRS_KILL_POINTS) raises SIGKILL at the point

@@ -87,6 +87,18 @@ class Cli(unittest.TestCase):
         self.assertRegex(out, r"counters: \d+ records, 0 lost")
         self.assertIn("request", out)
 
+    def test_info_shows_the_stack_table_with_its_entries_hit_rate_and_fallbacks(self):
+        out = run("info", self.file, check=0).stdout
+        m = re.search(r"stack table: (\d+) bytes, (\d+) entries in \d+ of \d+ entry bytes; hit rate [\d.]+ % "
+                      r"\((\d+) of (\d+) stack records name an entry\); (\d+) stacks written inline", out)
+        self.assertIsNotNone(m, out)
+        size, entries, named, stacks, full = map(int, m.groups())
+        # the demo's requests repeat a few stacks: fewer entries than records naming them
+        self.assertTrue(size > 0 and 0 < entries < named <= stacks, out)
+        self.assertEqual(full, 0)
+        js = json.loads(run("info", "--format", "json", self.file, check=0).stdout)
+        self.assertEqual(js["stack_table"]["entries"], entries)
+
     def test_dump_has_object_and_offset_and_no_symbol(self):
         out = run("dump", self.file, check=0).stdout
         frames = [l for l in out.splitlines() if l.startswith(" => ")]

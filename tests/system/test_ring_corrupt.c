@@ -190,7 +190,7 @@ static void a_file_of_the_previous_layout_is_refused_naming_its_version(void **s
 
 	assert_int_equal(refuse_field(offsetof(struct rs_file_head, version), &v2, 4, err, sizeof(err)),
 			 RELSTACK_EVERSION);
-	assert_non_null(strstr(err, "version 2, this reader reads version 3"));
+	assert_non_null(strstr(err, "version 2, this reader reads versions 3 and 4"));
 
 	memcpy(b, good, good_size);
 	f->version = 2;
@@ -376,6 +376,134 @@ static void flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_count
 		assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
 		relstack_reader__close(r);
 	}
+	free(b);
+}
+
+/* The current run's head in @file, and where its stack table's arena and index are. */
+static const struct rs_run_head *stack_table(const unsigned char *file, size_t *arena, size_t *index,
+					     struct rs_stack_geo *g)
+{
+	const struct rs_file_head *f = (const struct rs_file_head *)file;
+	unsigned cur_area = ((const struct rs_run_head *)(file + f->run_offset[0]))->generation == 2 ? 0 : 1;
+	const struct rs_run_head *h = (const struct rs_run_head *)(file + f->run_offset[cur_area]);
+	size_t at = f->run_offset[cur_area] + h->objtab_offset + h->objtab_size;
+
+	*g = rs_stack_geo(h->ring_size);
+	*arena = at + g->arena_off;
+	*index = at + g->index_off;
+	return h;
+}
+
+static void table_figures(const unsigned char *b, struct relstack_stack_table_info *st, size_t *n, char *err,
+			  size_t errsz)
+{
+	struct relstack_reader *r = open_bytes(b, good_size, err, errsz);
+
+	assert_non_null(r);
+	*n = verify(r, RELSTACK_RUN_CURRENT);
+	assert_int_equal(relstack_reader__stack_table(r, RELSTACK_RUN_CURRENT, st), 0);
+	if (*n < good_records[0]) {
+		const char *e = relstack_reader__record_error(r, RELSTACK_RUN_CURRENT);
+
+		assert_non_null(e);
+		snprintf(err, errsz, "%s", e);
+	}
+	assert_int_equal(verify(r, RELSTACK_RUN_PREVIOUS), good_records[1]);
+	relstack_reader__close(r);
+}
+
+/*
+ * Each record of the well-formed runs names an entry of its own (their
+ * stacks all differ): a flipped byte of an entry costs at most the record
+ * naming it, with a message naming the entry; a flipped byte of the index
+ * costs no record; no record is ever read with other words.
+ */
+static void flipped_bytes_in_the_stack_table_cost_only_the_records_naming_their_entry(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	struct relstack_stack_table_info st0, st;
+	struct rs_stack_geo g;
+	size_t arena, index, n;
+	const struct rs_run_head *h = stack_table(good, &arena, &index, &g);
+	uint64_t used = ((const struct rs_stack_head *)(good + index - g.index_off))->used;
+	char err[400];
+
+	(void)h;
+	table_figures(good, &st0, &n, err, sizeof(err));
+	assert_int_equal(n, good_records[0]);
+	assert_true(st0.entries > 100 && st0.ref_records == st0.entries && st0.damaged == 0);
+	srand(5);
+	for (unsigned it = 0; it < 1000; it++) {
+		unsigned flips = 1 + (unsigned)rand() % 3;
+
+		memcpy(b, good, good_size);
+		for (unsigned k = 0; k < flips; k++)
+			b[arena + (size_t)rand() % used] ^= (unsigned char)(1u << (rand() % 8));
+		table_figures(b, &st, &n, err, sizeof(err));
+		assert_true(n + flips >= good_records[0]);
+		if (n < good_records[0])
+			assert_non_null(strstr(err, "of the stack table: "));
+		assert_true(st.entries + flips >= st0.entries);
+	}
+	for (unsigned it = 0; it < 300; it++) {
+		memcpy(b, good, good_size);
+		b[index + (size_t)rand() % (g.buckets * 8)] ^= (unsigned char)(1u << (rand() % 8));
+		table_figures(b, &st, &n, err, sizeof(err));
+		assert_int_equal(n, good_records[0]);
+	}
+	free(b);
+}
+
+/* The first entry of the current run's table: its offset in @b, and its length. */
+static size_t first_entry(const unsigned char *b, size_t *len)
+{
+	struct rs_stack_geo g;
+	size_t arena, index;
+	const struct rs_stack_entry *e;
+
+	stack_table(b, &arena, &index, &g);
+	e = (const struct rs_stack_entry *)(b + arena);
+	assert_true(e->sum != 0 && e->nwords > 0);
+	*len = (size_t)e->units * 16;
+	return arena;
+}
+
+/*
+ * An entry left without its checksum (a writer stopped in S4), and an
+ * entry rewritten with other words and a checksum that holds (what reuse
+ * would do): the record naming it is refused, each with its message, and
+ * never read with the entry's new words.
+ */
+static void a_record_never_takes_the_words_of_an_entry_it_did_not_name(void **state)
+{
+	unsigned char *b = malloc(good_size);
+	struct relstack_stack_table_info st;
+	const struct rs_file_head *f = (const struct rs_file_head *)good;
+	const struct rs_run_head *h;
+	struct rs_stack_geo g;
+	struct rs_stack_entry *e;
+	size_t arena, index, len, at, n;
+	uint32_t key[RS_NH_KEYS];
+	char err[400];
+
+	memcpy(b, good, good_size);
+	at = first_entry(b, &len);
+	((struct rs_stack_entry *)(b + at))->sum = 0;
+	table_figures(b, &st, &n, err, sizeof(err));
+	assert_int_equal(n, good_records[0] - 1);
+	assert_non_null(strstr(err, "stack table entry not written"));
+
+	memcpy(b, good, good_size);
+	h = stack_table(b, &arena, &index, &g);
+	rs_nh_keys(h->seed, key);
+	e = (struct rs_stack_entry *)(b + at);
+	((uint64_t *)(e + 1))[0] ^= 0x10; /* another stack, of the same depth */
+	e->sum = rs_rec_sum(h->seed, key, e->tag, e, len);
+	table_figures(b, &st, &n, err, sizeof(err));
+	assert_int_equal(n, good_records[0] - 1);
+	assert_non_null(strstr(err, "is not the one named (checksum differs)"));
+	assert_int_equal(st.entries, st.ref_records + 1); /* the entry itself is whole: only its record is refused */
+	(void)f;
 	free(b);
 }
 
@@ -794,6 +922,8 @@ int main(void)
 		cmocka_unit_test(a_flipped_byte_of_a_run_head_drops_that_run_only),
 		cmocka_unit_test(flipped_bytes_in_the_ring_cost_at_most_one_record_each_and_are_counted),
 		cmocka_unit_test(a_damaged_schema_or_object_table_costs_only_itself),
+		cmocka_unit_test(flipped_bytes_in_the_stack_table_cost_only_the_records_naming_their_entry),
+		cmocka_unit_test(a_record_never_takes_the_words_of_an_entry_it_did_not_name),
 		cmocka_unit_test(each_run_clock_check_has_its_own_message),
 		cmocka_unit_test(each_write_area_check_has_its_own_message),
 		cmocka_unit_test(a_damaged_clock_anchor_moves_times_never_records),

@@ -15,6 +15,11 @@
  * its payload intact, and must skip and count the partial ones: at most one
  * per thread.  Each kill starts a new run in the same file, so the previous
  * run (killed the same way) must still be there and intact.
+ *
+ * The stack table: a writer killed at each point of inserting a stack
+ * leaves no record naming an entry it did not finish, and writers that
+ * insert the same stacks at once, killed at random, never leave a record
+ * that reads back with other words, nor two index entries for one stack.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -72,10 +77,11 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static void child(enum relstack_recorder_mode mode)
+/* The child: a recorder on `path` and @n threads running @fn until the kill. */
+static void child_of(enum relstack_recorder_mode mode, unsigned n, void *(*fn)(void *))
 {
 	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
-	pthread_t th[WRITERS];
+	pthread_t th[8];
 
 	/* overwrite: small, so runs wrap; stop: large, so most runs keep everything */
 	o.size = mode == RELSTACK_MODE_STOP ? 16u << 20 : 256u << 10;
@@ -84,10 +90,15 @@ static void child(enum relstack_recorder_mode mode)
 	if (!rec)
 		_exit(2);
 	ev = rs_seq_define(rec);
-	for (unsigned i = 0; i < WRITERS; i++)
-		pthread_create(&th[i], NULL, writer, (void *)(uintptr_t)i);
+	for (unsigned i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, fn, (void *)(uintptr_t)i);
 	for (;;)
 		pause();
+}
+
+static void child(enum relstack_recorder_mode mode)
+{
+	child_of(mode, WRITERS, writer);
 }
 
 struct tally {
@@ -416,12 +427,168 @@ static void a_writer_killed_while_starting_a_run_leaves_the_previous_run_whole(v
 	}
 }
 
+/* ---- killed while inserting a stack ---- */
+
+/* Records 0..4 with stacks of their own, then record 5, whose new stack is being inserted at @point. */
+static void insert_killed(const char *file, const char *point)
+{
+	int status;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct relstack_recorder *r = relstack_recorder__open(file, NULL);
+		int id;
+
+		if (!r)
+			_exit(2);
+		id = rs_seq_define(r);
+		for (uint64_t s = 0; s < 5; s++)
+			if (rs_seq_write(r, id, 0, s, 12, NULL) != 0)
+				_exit(3);
+		rs_kill_at = point;
+		rs_seq_write(r, id, 0, 5, 12, NULL);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		fail_msg("%s: the writer was not killed there (status 0x%x)", point, status);
+}
+
+static void a_writer_killed_while_inserting_a_stack_leaves_no_record_naming_a_partial_entry(void **state)
+{
+	static const struct {
+		const char *point;
+		unsigned entries; /* whole entries the index names after the kill */
+	} points[] = {
+		{ "stack-reserved", 5 },  /* arena bytes taken, nothing written */
+		{ "stack-written", 5 },   /* words written, no checksum, not in the index */
+		{ "stack-published", 6 }, /* in the index; the record naming it never begun */
+	};
+
+	for (size_t i = 0; i < RS_ARRAY_SIZE(points); i++) {
+		struct relstack_stack_table_info st;
+		struct rs_tmpfile tf;
+		struct relstack_reader *r;
+
+		rs_tmpfile_make(&tf, "crash-insert");
+		insert_killed(tf.path, points[i].point);
+		r = rs_seq_reader(tf.path);
+		expect_run(r, RELSTACK_RUN_CURRENT, 1, 0, 5);
+		assert_int_equal(relstack_reader__stack_table(r, RELSTACK_RUN_CURRENT, &st), 0);
+		if (st.entries != points[i].entries || st.damaged || st.ref_records != 5)
+			fail_msg("%s: %llu entries, %llu damaged, %llu records naming one", points[i].point,
+				 (unsigned long long)st.entries, (unsigned long long)st.damaged,
+				 (unsigned long long)st.ref_records);
+		relstack_reader__close(r);
+		/* the next recorder's run is whole, and the killed one stays the previous run */
+		open_run(tf.path, NULL, 100, 12);
+		r = rs_seq_reader(tf.path);
+		expect_run(r, RELSTACK_RUN_CURRENT, 2, 100, 12);
+		expect_run(r, RELSTACK_RUN_PREVIOUS, 1, 0, 5);
+		relstack_reader__close(r);
+		rs_tmpfile_remove(&tf);
+	}
+}
+
+#define SAME_WRITERS 4
+#define SAME_KILLS 60
+#define SAME_STACKS 64 /* the stacks every writer repeats; new ones come between them */
+
+static void *same_writer(void *arg)
+{
+	uint32_t t = (uint32_t)(uintptr_t)arg;
+
+	relstack_recorder__thread_init();
+	for (uint64_t seq = 0;; seq++) {
+		/* writer 100's stack k: the same words whichever thread writes it */
+		uint64_t k = seq % 2 ? (seq / 2 + t) % SAME_STACKS : SAME_STACKS + seq / 2;
+
+		rs_seq_write(rec, ev, 100, k, (unsigned)(1 + k % 40), NULL);
+		if (seq == 64)
+			atomic_fetch_add(&prog->ready, 1);
+	}
+	return NULL;
+}
+
+static void writers_killed_while_inserting_the_same_stacks_never_leave_wrong_frames(void **state)
+{
+	char dir[64] = "/tmp/rs-crash-same-XXXXXX";
+	const char *env = getenv("RS_CRASH_SEED");
+	unsigned seed = env && *env ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
+	uint64_t records = 0, refs = 0, entries = 0, partial = 0;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(paths[0], sizeof(paths[0]), "%s/same", dir);
+	path = paths[0];
+	prog = mmap(NULL, sizeof(*prog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(prog != MAP_FAILED);
+	printf("# seed %u\n", seed);
+	srand(seed);
+	for (unsigned k = 0; k < SAME_KILLS; k++) {
+		struct timespec ts = { 0, (long)(rand() % 2000) * 1000 };
+		struct relstack_stack_table_info st;
+		struct relstack_run_info info;
+		struct relstack_reader *r;
+		struct relstack_cursor *c;
+		struct relstack_record rec_;
+		uint64_t seq, top = 0;
+		uint32_t w;
+		int status;
+		pid_t pid;
+
+		memset(prog, 0, sizeof(*prog));
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			child_of(RELSTACK_MODE_OVERWRITE, SAME_WRITERS, same_writer);
+		while (atomic_load(&prog->ready) < SAME_WRITERS) {
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				fail_msg("writer exited early, status %d", status);
+			sched_yield();
+		}
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		r = rs_seq_reader(path);
+		c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+		assert_non_null(c);
+		/* rs_seq_next() fails the test on any word other than the stack's */
+		while (rs_seq_next(c, &rec_, &w, &seq)) {
+			assert_int_equal(w, 100);
+			top = seq > top ? seq : top;
+		}
+		relstack_cursor__free(c);
+		assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
+		assert_int_equal(relstack_reader__stack_table(r, RELSTACK_RUN_CURRENT, &st), 0);
+		assert_true(info.skipped_partial <= SAME_WRITERS);
+		assert_int_equal(info.skipped_damaged + info.skipped_malformed, 0);
+		assert_int_equal(st.damaged, 0);
+		/* one entry per stack: never more than stacks 0 .. top and those being inserted at the kill */
+		assert_true(st.entries <= top + 1 + SAME_WRITERS);
+		records += info.records;
+		refs += st.ref_records;
+		entries += st.entries;
+		partial += info.skipped_partial;
+		relstack_reader__close(r);
+	}
+	printf("# kills: %u, records verified: %llu, naming an entry: %llu, entries: %llu, partial records: %llu\n",
+	       SAME_KILLS, (unsigned long long)records, (unsigned long long)refs, (unsigned long long)entries,
+	       (unsigned long long)partial);
+	assert_true(refs > 0);
+	unlink(paths[0]);
+	rmdir(dir);
+	munmap(prog, sizeof(*prog));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_writer_killed_while_creating_the_file_leaves_no_file_a_recorder_refuses),
 		cmocka_unit_test(a_writer_killed_while_starting_a_run_leaves_the_previous_run_whole),
 		cmocka_unit_test(killed_writers_lose_no_committed_record_and_never_leave_a_partial_one_readable),
+		cmocka_unit_test(a_writer_killed_while_inserting_a_stack_leaves_no_record_naming_a_partial_entry),
+		cmocka_unit_test(writers_killed_while_inserting_the_same_stacks_never_leave_wrong_frames),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

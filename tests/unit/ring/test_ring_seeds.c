@@ -9,7 +9,9 @@
  *
  * Seeds: two-runs (a closed run and an active one), absolute (absolute
  * stacks allowed and used), stop-full (stop mode, refused records), wrapped
- * (overwrite mode past a lap), head-only (the file head alone).  The main
+ * (overwrite mode past a lap), head-only (the file head alone),
+ * stack-table-full (a stack table that filled: records naming entries and
+ * records carrying their words).  The main
  * executable's path in each object table image is replaced by "seedgen",
  * so that no path of the machine that made them is committed.
  */
@@ -32,7 +34,8 @@
 #include "ring/ring.h"
 #include "ring-seed.h"
 
-static const char *const seeds[] = { "two-runs", "absolute", "stop-full", "wrapped", "head-only" };
+static const char *const seeds[] = { "two-runs", "absolute", "stop-full", "wrapped", "head-only",
+				     "stack-table-full" };
 
 static unsigned char *slurp(const char *p, size_t *n)
 {
@@ -170,6 +173,27 @@ static void write_seeds(const char *dir)
 	events(rec, 1800, 0);
 	relstack_recorder__close(rec);
 	take(path, dir, "wrapped", 0);
+
+	unlink(path);
+	rec = open_small(path, RELSTACK_MODE_OVERWRITE, 0);
+	{
+		uint64_t w[64];
+		struct relstack_verdict v = { 0 };
+		int id = relstack_recorder__define_event(rec, "n", (const struct relstack_event_field[]){
+								 { "n", 0, 8, RELSTACK_FIELD_UNSIGNED } }, 1, 8);
+
+		/* distinct stacks until the table is full, then the first ones again */
+		for (uint64_t i = 0; i < 120; i++) {
+			uint64_t k = i < 100 ? i : i - 100;
+
+			for (unsigned j = 0; j < 64; j++)
+				w[j] = 0x1000 + 16 * j + k;
+			w[63] = UINT64_MAX; /* END */
+			relstack_recorder__write(rec, (unsigned)id, w, 64, &v, &k, 8, 0);
+		}
+	}
+	relstack_recorder__close(rec);
+	take(path, dir, "stack-table-full", 0);
 	unlink(path);
 }
 
@@ -197,8 +221,9 @@ static void the_fuzz_seeds_are_small_buffer_files_of_the_current_format(void **s
 			assert_int_equal(errno, RELSTACK_ETRUNCATED);
 			continue;
 		}
-		if (!r)
-			fail_msg("seed %s: %s (regenerate: test_ring_seeds --write fuzz/corpus/reader)", seeds[i], err);
+		if (!r || ((const struct rs_file_head *)file)->version != RS_FILE_VERSION)
+			fail_msg("seed %s: %s (regenerate: test_ring_seeds --write fuzz/corpus/reader)", seeds[i],
+				 r ? "not the current version" : err);
 		assert_true(relstack_reader__run_count(r) >= 1);
 		assert_null(relstack_reader__run_error(r, 0));
 		assert_null(relstack_reader__run_error(r, 1));
@@ -209,10 +234,67 @@ static void the_fuzz_seeds_are_small_buffer_files_of_the_current_format(void **s
 	}
 }
 
+/*
+ * A file of version 3 (no stack table; data/v3-two-runs, squeezed like the
+ * seeds) is read whole, and a recorder refuses to start a run in it,
+ * naming the version, and leaves it as it was.
+ */
+static void a_file_of_version_3_is_read_and_a_recorder_refuses_to_write_it(void **state)
+{
+	static unsigned char file[RS_SEED_FILE_MAX];
+	char p[512], dir[64] = "/tmp/rs-v3-XXXXXX", err[256] = "";
+	struct relstack_reader_opts o = { .sz = sizeof(o), .errbuf = err, .errbuf_sz = sizeof(err) };
+	struct relstack_stack_table_info st;
+	struct relstack_run_info info;
+	struct relstack_reader *r;
+	struct relstack_cursor *c;
+	struct relstack_record rec;
+	size_t n, records = 0, after_n;
+	unsigned char *b, *after;
+
+	snprintf(p, sizeof(p), "%s/data/v3-two-runs", TEST_DIR);
+	b = slurp(p, &n);
+	assert_non_null(b);
+	n = rs_seed_expand(b, n, file);
+	free(b);
+	assert_int_equal(((const struct rs_file_head *)file)->version, 3);
+	r = relstack_reader__open_mem(file, n, &o);
+	if (!r)
+		fail_msg("version 3: %s", err);
+	assert_int_equal(relstack_reader__run_count(r), 2);
+	assert_int_equal(relstack_reader__run_info(r, RELSTACK_RUN_CURRENT, &info), 0);
+	assert_int_equal(info.skipped, 0);
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	while (relstack_cursor__next(c, &rec) > 0) {
+		records++;
+		if (rec.has_stack)
+			assert_true(rec.nwords > 0);
+	}
+	relstack_cursor__free(c);
+	assert_int_equal(records, info.records);
+	assert_true(records > 0);
+	assert_int_equal(relstack_reader__stack_table(r, RELSTACK_RUN_CURRENT, &st), 0);
+	assert_int_equal(st.size, 0);
+	relstack_reader__close(r);
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/buf", dir);
+	put_file(dir, "buf", file, n);
+	assert_null(relstack_recorder__open(p, NULL));
+	assert_int_equal(errno, RELSTACK_EVERSION);
+	after = slurp(p, &after_n);
+	assert_int_equal(after_n, n);
+	assert_memory_equal(after, file, n);
+	free(after);
+	unlink(p);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(the_fuzz_seeds_are_small_buffer_files_of_the_current_format),
+		cmocka_unit_test(a_file_of_version_3_is_read_and_a_recorder_refuses_to_write_it),
 	};
 
 	if (argc == 3 && strcmp(argv[1], "--write") == 0) {

@@ -59,6 +59,12 @@ static inline rs_nh_acc rs_nh_block(rs_nh_acc acc, rs_nh_acc m, const uint32_t *
 	return _mm_add_epi64(acc, _mm_mul_epu32(x, _mm_shuffle_epi32(x, _MM_SHUFFLE(3, 3, 1, 1))));
 }
 
+/* Two accumulators summed lane-wise (mod 2^64): NH split over two sums joins here. */
+static inline rs_nh_acc rs_nh_add(rs_nh_acc a, rs_nh_acc b)
+{
+	return _mm_add_epi64(a, b);
+}
+
 /* The two lanes summed, mod 2^64. */
 static inline uint64_t rs_nh_fold(rs_nh_acc acc)
 {
