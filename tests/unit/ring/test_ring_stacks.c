@@ -207,6 +207,7 @@ static void in_overwrite_mode_an_old_record_never_picks_up_a_newer_stack(void **
 #define THREADS 4
 #define PER_THREAD 20000
 #define STACKS 300
+#define HANDLED_MAX 20000
 
 static struct relstack_recorder *shared;
 static int shared_ev;
@@ -220,8 +221,13 @@ static void on_usr1(int sig)
 {
 	unsigned k = handler_next++ % STACKS;
 
-	/* the same stacks the threads insert, from inside their writes */
-	if (is_writer && rs_seq_write(shared, shared_ev, 9, k, 1 + (k + 1) % 40, NULL) == 0)
+	/*
+	 * The same stacks the threads insert, from inside their writes; at
+	 * most HANDLED_MAX of them, so that a busy machine (the signaller
+	 * running far more than the writers) cannot fill the ring.
+	 */
+	if (is_writer && atomic_load(&handled) < HANDLED_MAX &&
+	    rs_seq_write(shared, shared_ev, 9, k, 1 + (k + 1) % 40, NULL) == 0)
 		atomic_fetch_add(&handled, 1);
 }
 
@@ -271,7 +277,7 @@ static void threads_and_signal_handlers_inserting_the_same_stacks_leave_one_entr
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
-	shared = open_rec(8u << 20, RELSTACK_MODE_STOP, 0);
+	shared = open_rec(16u << 20, RELSTACK_MODE_STOP, 0);
 	shared_ev = rs_seq_define(shared);
 	for (unsigned i = 0; i < THREADS; i++)
 		pthread_create(&th[i], NULL, inserter, (void *)(uintptr_t)i);
