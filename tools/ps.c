@@ -26,6 +26,9 @@ static const char ps_usage[] =
 	"  --tid TID                only this thread (repeatable)\n"
 	"  --format text|json|folded  output format (default: text)\n"
 	"  --no-lines               names only, no file:line\n"
+	"  -o FILE                  also record the snapshot into the buffer file FILE\n"
+	"                           (a run of its own: relative, no address of the\n"
+	"                           process; read it with relstack report)\n"
 	"  --check TARGET           is any thread inside TARGET? (repeatable)\n"
 	"                           TARGET: FUNCTION, OBJECT:FUNCTION or OBJECT\n"
 	"                           (OBJECT: a path, a file name, or a file name up\n"
@@ -46,6 +49,7 @@ static const struct option ps_opts[] = {
 	{ "check", required_argument, NULL, OPT_CHECK },
 	{ "wait", required_argument, NULL, OPT_WAIT },
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
+	{ "output", required_argument, NULL, 'o' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -79,7 +83,7 @@ int rs_tool_ps(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.lines = true;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", ps_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:", ps_opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(ps_usage, stdout);
@@ -118,6 +122,9 @@ int rs_tool_ps(int argc, char **argv)
 		}
 		case OPT_NO_LINES:
 			o.lines = false;
+			break;
+		case 'o':
+			o.output = optarg;
 			break;
 		default:
 			return usage("%s", "bad option");

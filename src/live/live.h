@@ -138,4 +138,12 @@ int rs_live_snapshot_take(pid_t pid, const pid_t *tids, unsigned ntids, struct r
 			  size_t msglen);
 void rs_live_snapshot_free(struct rs_live_snapshot *s);
 
+/*
+ * record.c: @s recorded into the buffer file @path as a run of its own, a
+ * "thread" event per thread read (tid, stack_bytes, stopped_ns, name,
+ * state) with its verdict, relative to the run's object table of @s's
+ * objects.  0 or -errno with @msg.
+ */
+int rs_live_record(const struct rs_live_snapshot *s, const char *path, char *msg, size_t msglen);
+
 #endif

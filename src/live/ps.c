@@ -506,6 +506,15 @@ int rs_live_ps(const struct rs_ps_opts *o, FILE *out, char *msg, size_t msglen)
 		last = status <= RS_PS_SAFE || !o->nchecks || now_s() >= deadline;
 		if (last && status >= 0)
 			status = present(&p, true);
+		if (last && status >= 0 && o->output) {
+			e = rs_live_record(p.s, o->output, msg, msglen);
+			if (e < 0) {
+				free(p.handles);
+				rs_live_snapshot_free(p.s);
+				rs_symbolizer_free(p.sym);
+				return e;
+			}
+		}
 		free(p.handles);
 		rs_live_snapshot_free(p.s);
 		p.s = NULL;

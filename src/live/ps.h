@@ -25,6 +25,7 @@ struct rs_ps_opts {
 	unsigned nchecks;
 	double wait_seconds; /* retry the check until safe or this long */
 	bool lines;          /* file:line of each frame */
+	const char *output;  /* also record the (last) snapshot into this buffer file, or NULL */
 };
 
 /*

@@ -252,6 +252,40 @@ class TargetTests(PsTestCase):
         self.assertTrue(line.startswith("deep;__clone3;start_thread;thread_main;deep;"), line)
         self.assertTrue(line.endswith(" 1"))
 
+    def test_a_recorded_snapshot_decodes_to_the_same_frames_and_holds_no_address(self):
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="relstack-ps-") as tmp:
+            path = os.path.join(tmp, "snap.rsb")
+            rc, out, err = relstack("ps", "--format", "json", "-o", path, self.pid)
+            self.assertEqual(rc, 0, err)
+            live = {t["tid"]: t for t in json.loads(out)["threads"]}
+            rc, rep, err = relstack("report", "--format", "json", "--event", "thread", path)
+            self.assertEqual(rc, 0, err)
+            recs = [json.loads(l) for l in rep.splitlines() if l.strip()]
+            self.assertEqual(len(recs), len([t for t in live.values() if not t.get("error")]))
+            for r in recs:
+                t = live[r["fields"]["tid"]]
+                self.assertEqual(r["reliable"], t["reliable"], r)
+                self.assertEqual(r["fields"]["name"], t["name"][:15])
+                # the same functions, frame by frame (the file's words are relative: no address)
+                ours = [f.get("symbol") for f in t["frames"] if f.get("marker") != "end"]
+                theirs = [f.get("symbol") for f in r["frames"]]
+                self.assertEqual(theirs[:len(ours)], ours, (t["name"], r))
+            # no address of the process's mappings anywhere in the file
+            ranges = []
+            with open("/proc/%d/maps" % self.pid) as f:
+                for line in f:
+                    lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                    ranges.append((lo, hi))
+            with open(path, "rb") as f:
+                data = f.read()
+            for shift in range(8):
+                for i in range(shift, len(data) - 7, 8):
+                    w = int.from_bytes(data[i:i + 8], "little")
+                    if w > 0xffff:
+                        self.assertFalse(any(lo <= w < hi for lo, hi in ranges),
+                                         "address %#x at offset %d" % (w, i))
+
     def test_unknown_tid_is_one_line_exit_2(self):
         rc, out, err = relstack("ps", "--tid", "1", self.pid)
         self.assertEqual(rc, 2)
