@@ -675,7 +675,8 @@ static void decode_frame(struct relstack_reader *r, enum relstack_run_which w, c
 
 /*
  * Decode every word of @rec into @out.  Every frame is a return address
- * except the first of an asynchronous start (the interrupted pc) and the
+ * except the first of a record that says it is an interrupted pc (or,
+ * in files without that flag, whose verdict has async-start) and the
  * one after a SIGNAL marker (the pc the signal interrupted).  A kernel
  * object's frames are named at the address itself, as the kernel's own
  * stack traces name them (a call that does not return names the next
@@ -684,7 +685,7 @@ static void decode_frame(struct relstack_reader *r, enum relstack_run_which w, c
 static void decode_frames(struct relstack_reader *r, enum relstack_run_which w, const struct objects *os,
 			  const struct relstack_record *rec, struct frame *out)
 {
-	bool exact = rec->reasons & RELSTACK_UNRELIABLE_ASYNC_START;
+	bool exact = rec->interrupted || (rec->reasons & RELSTACK_UNRELIABLE_ASYNC_START);
 
 	for (size_t i = 0; i < rec->nwords; i++) {
 		decode_frame(r, w, os, rec, rec->words[i], &out[i]);

@@ -227,6 +227,7 @@ struct relstack_record {
 	size_t fields_size;
 	const void *fields;      /* valid until the next call */
 	uint64_t position;       /* logical position in its write area (areas share positions) */
+	bool interrupted;        /* words[0] is an interrupted instruction, not a return address */
 };
 
 /*

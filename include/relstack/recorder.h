@@ -150,6 +150,13 @@ RELSTACK_API int relstack_recorder__define_event(struct relstack_recorder *rec, 
  * calls, but only when the loader's counters show a change.
  */
 #define RELSTACK_RECORD_RESCAN 0x4u
+/*
+ * relstack_recorder__write() only: the first word is an interrupted
+ * instruction (relstack_capture_context()'s first word), not a return
+ * address, so a decoder names it at the address itself.
+ * relstack_recorder__record_context() says so by itself.
+ */
+#define RELSTACK_RECORD_INTERRUPTED 0x8u
 
 /*
  * Record the calling thread's stack, from the caller of this function

@@ -124,7 +124,8 @@ int rs_live_record(const struct rs_live_snapshot *s, const char *path, char *msg
 		if (n < th->n)
 			v.reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
 		v.epoch = 1;
-		ret = relstack_recorder__write(rec, (unsigned)id, words, n, &v, &f, sizeof(f), 0);
+		ret = relstack_recorder__write(rec, (unsigned)id, words, n, &v, &f, sizeof(f),
+					       RELSTACK_RECORD_INTERRUPTED);
 		if (ret < 0)
 			snprintf(msg, msglen, "%s: thread %d not recorded: %s", path, (int)th->tid,
 				 relstack_strerror(-ret));

@@ -483,8 +483,8 @@ static const char *body_problem(bool stack_table, const struct rs_rec_head *h, c
 		return "unknown kind";
 	if (h->kind == RS_REC_STACK_REF)
 		ws = 0; /* the reference, not the words, is in the record */
-	if (h->flags)
-		return "flags not zero";
+	if (h->flags & ~(stack_table ? RS_REC_F_INTERRUPTED : 0u))
+		return "unknown flags";
 	if (len < RS_REC_FIXED)
 		return "shorter than a record";
 	if (b->nwords > RS_MAX_WORDS || b->fields_size > RS_MAX_FIELDS_SIZE)
@@ -1224,6 +1224,7 @@ int relstack_cursor__next(struct relstack_cursor *c, struct relstack_record *out
 	out->epoch = b.epoch;
 	out->has_stack = rh.kind != RS_REC_EVENT;
 	out->absolute = rh.kind == RS_REC_STACK_ABS;
+	out->interrupted = (rh.flags & RS_REC_F_INTERRUPTED) && b.nwords;
 	out->nwords = b.nwords;
 	if (rh.kind == RS_REC_STACK_REF) {
 		uint64_t ref;

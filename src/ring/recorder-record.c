@@ -34,6 +34,8 @@ static int put(struct relstack_recorder *rec, unsigned event_id, const uint64_t 
 	struct rs_rec_in in = {
 		.kind = (flags & RELSTACK_RECORD_NO_STACK) ? RS_REC_EVENT :
 			(flags & RELSTACK_RECORD_ABSOLUTE) ? RS_REC_STACK_ABS : RS_REC_STACK_REL,
+		.flags = (flags & RELSTACK_RECORD_INTERRUPTED) && n && !(flags & RELSTACK_RECORD_NO_STACK) ?
+				 RS_REC_F_INTERRUPTED : 0,
 		.event_id = (uint16_t)event_id,
 		.reasons = reasons,
 		.epoch = epoch,
@@ -59,7 +61,8 @@ static inline __attribute__((always_inline)) int precheck(struct relstack_record
 
 	if (!rec)
 		return -EINVAL;
-	if (flags & ~(RELSTACK_RECORD_ABSOLUTE | RELSTACK_RECORD_NO_STACK | RELSTACK_RECORD_RESCAN))
+	if (flags & ~(RELSTACK_RECORD_ABSOLUTE | RELSTACK_RECORD_NO_STACK | RELSTACK_RECORD_RESCAN |
+		      RELSTACK_RECORD_INTERRUPTED))
 		return refuse(rec, -EINVAL);
 	if ((flags & RELSTACK_RECORD_ABSOLUTE) && !(rec->flags & RELSTACK_RECORDER_ABSOLUTE))
 		return refuse(rec, -EPERM);
@@ -124,7 +127,8 @@ int relstack_recorder__record_context(struct relstack_recorder *rec, const void 
 		if (n < 0)
 			n = 0;
 	}
-	ret = put(rec, event_id, words, (size_t)n, v.reasons, v.epoch, fields, fields_size, flags);
+	ret = put(rec, event_id, words, (size_t)n, v.reasons, v.epoch, fields, fields_size,
+		  flags | RELSTACK_RECORD_INTERRUPTED);
 out:
 	errno = saved;
 	return ret;

@@ -447,7 +447,7 @@ static inline __attribute__((always_inline)) void record_put(struct rs_ring *r, 
 	const uint64_t *words = ref ? &in->ref : in->words;
 	unsigned ws = ref ? 8 : r->word_size;
 	size_t nwords = ref ? 1 : in->nwords, wbytes = nwords * ws, done;
-	uint32_t head_word = (uint32_t)in->kind | (uint32_t)(len / 16) << 16; /* kind, flags 0, units */
+	uint32_t head_word = (uint32_t)in->kind | (uint32_t)(in->flags & 0xff) << 8 | (uint32_t)(len / 16) << 16;
 	rs_nh_acc acc, b0, b1;
 
 	/* B: commit = 0 with the head word, then pos; pairs with the reader's acquire load of pos */

@@ -142,11 +142,14 @@ struct rs_chunk_state {
 #define RS_REC_STACK_REF 5u /* relative stack named by its stack table entry + fields */
 #define RS_STACK_REF_SIZE 8u /* a kind 5 record's reference: entry unit (u32), entry checksum (u32) */
 
+/* rs_rec_head.flags (version 4) */
+#define RS_REC_F_INTERRUPTED 0x1u /* the first word is an interrupted instruction, not a return address */
+
 struct rs_rec_head {
 	uint64_t pos;     /* its own logical position; written after commit = 0 */
 	uint32_t commit;  /* 0 while written; then the checksum, never 0 */
 	uint8_t kind;     /* RS_REC_* */
-	uint8_t flags;    /* zero */
+	uint8_t flags;    /* RS_REC_F_* */
 	uint16_t units;   /* total length / 16 */
 };
 
@@ -353,6 +356,7 @@ struct rs_ring {
 /* What one record holds. */
 struct rs_rec_in {
 	unsigned kind;
+	unsigned flags;       /* RS_REC_F_* */
 	uint16_t event_id;
 	uint32_t reasons;
 	uint64_t epoch;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -97,6 +98,47 @@ static void an_event_with_fields_and_a_stack_round_trips_through_the_file(void *
 	relstack_reader__check_entry(r, RELSTACK_RUN_CURRENT, out.epoch, &e);
 	assert_int_equal(e.kind, RELSTACK_ENTRY_OBJECT); /* contended(), in this executable */
 	assert_int_equal(e.slot, RELSTACK_MAIN_SLOT);
+	assert_int_equal(relstack_cursor__next(c, &out), 0);
+	relstack_cursor__free(c);
+	relstack_reader__close(r);
+}
+
+static void a_context_record_says_its_first_word_is_an_interrupted_instruction(void **state)
+{
+	struct relstack_recorder_opts o = RELSTACK_RECORDER_OPTS_INIT;
+	struct relstack_recorder *rec;
+	struct relstack_reader *r;
+	struct relstack_cursor *c;
+	struct relstack_record out;
+	struct relstack_verdict v = { 0 };
+	uint64_t words[64];
+	ucontext_t uc;
+	int n;
+
+	rec = relstack_recorder__open(path, &o);
+	assert_non_null(rec);
+	relstack_recorder__thread_init();
+	assert_int_equal(getcontext(&uc), 0);
+	/* a context's record, a plain one, and words written with and without the flag */
+	assert_int_equal(relstack_recorder__record_context(rec, &uc, RELSTACK_EVENT_STACK, NULL, 0, 0), 0);
+	assert_int_equal(relstack_recorder__record(rec, RELSTACK_EVENT_STACK, NULL, 0, 0), 0);
+	n = relstack_capture_context(&uc, words, 64, 0, &v);
+	assert_true(n > 0);
+	assert_int_equal(relstack_recorder__write(rec, RELSTACK_EVENT_STACK, words, (size_t)n, &v, NULL, 0,
+						  RELSTACK_RECORD_INTERRUPTED), 0);
+	assert_int_equal(relstack_recorder__write(rec, RELSTACK_EVENT_STACK, words + 1, (size_t)n - 1, &v, NULL, 0, 0),
+			 0);
+	assert_int_equal(relstack_recorder__close(rec), 0);
+
+	r = relstack_reader__open(path, NULL);
+	assert_non_null(r);
+	c = relstack_reader__records(r, RELSTACK_RUN_CURRENT);
+	assert_non_null(c);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(relstack_cursor__next(c, &out), 1);
+		assert_true(out.nwords > 0);
+		assert_int_equal(out.interrupted, i == 0 || i == 2);
+	}
 	assert_int_equal(relstack_cursor__next(c, &out), 0);
 	relstack_cursor__free(c);
 	relstack_reader__close(r);
@@ -227,6 +269,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(an_event_with_fields_and_a_stack_round_trips_through_the_file, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_context_record_says_its_first_word_is_an_interrupted_instruction, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(errors_have_distinct_codes_and_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_errors_name_the_file_and_carry_their_code, setup, teardown),
