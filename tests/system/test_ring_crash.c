@@ -191,11 +191,13 @@ static void check_run(struct relstack_reader *r, enum relstack_run_which which, 
 			tl->stop_full_runs++;
 			continue;
 		}
-		if (count[t] == 0 && wrapped) {
+		if (wrapped && (count[t] == 0 || last[t] + 1 < committed[t])) {
 			/*
-			 * The thread's current chunk was overwritten: it was descheduled for a
-			 * whole lap of its write area while the other thread wrote there.  Its
-			 * records are all older than the oldest kept, so all went, never some.
+			 * The thread's newest chunk was overwritten: it was descheduled for a
+			 * whole lap of the write area that chunk was in while the other thread
+			 * wrote there.  Each area keeps its own newest records
+			 * (docs/format.md), so older records of the thread in another area
+			 * may remain; the holes check above still holds within what remains.
 			 */
 			tl->evicted++;
 			continue;
