@@ -101,7 +101,8 @@ static const char info_usage[] =
 	"  --until TIME             only records at or before TIME\n" \
 	"                           TIME: +SECONDS from the run's start, or UTC\n" \
 	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n" \
-	"  --format text|json|folded  output format (default: text)\n"
+	"  --format FORMAT          text (default), json, folded, pprof, perf-script,\n" \
+	"                           speedscope or html\n"
 
 static const char dump_usage[] =
 	"Usage: relstack dump [OPTIONS] FILE\n"
@@ -255,14 +256,10 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 				usage_error("--until: '%s' is not +SECONDS or YYYY-MM-DDTHH:MM:SS[.fraction]", optarg);
 			break;
 		case OPT_FORMAT:
-			if (strcmp(optarg, "text") == 0)
-				o->format = RS_FORMAT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				o->format = RS_FORMAT_JSON;
-			else if (strcmp(optarg, "folded") == 0 && decode_opts)
-				o->format = RS_FORMAT_FOLDED;
-			else
-				usage_error("--format: expected %s, not '%s'", decode_opts ? "text, json or folded" :
+			if (relstack_present_format_parse(optarg, &o->format) < 0 || o->format == RELSTACK_PRESENT_TOP ||
+			    (!decode_opts && o->format != RELSTACK_PRESENT_TEXT && o->format != RELSTACK_PRESENT_JSON))
+				usage_error("--format: expected %s, not '%s'", decode_opts ?
+					    "text, json, folded, pprof, perf-script, speedscope or html" :
 					    "text or json", optarg);
 			break;
 		case OPT_DEBUG_DIR:
@@ -300,10 +297,11 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
 		}
 	}
-	if (o->top && o->format == RS_FORMAT_JSON)
-		usage_error("%s: --top prints text, not --format json", argv[0]);
+	if (o->top && o->format != RELSTACK_PRESENT_TEXT && o->format != RELSTACK_PRESENT_FOLDED)
+		usage_error("%s: --top prints text, not --format %s", argv[0],
+			    o->format == RELSTACK_PRESENT_JSON ? "json" : "other than text");
 	if (o->top)
-		o->format = RS_FORMAT_FOLDED;
+		o->format = RELSTACK_PRESENT_TOP;
 	if (optind == argc)
 		usage_error("%s: missing FILE", argv[0]);
 	if (optind + 1 < argc)
