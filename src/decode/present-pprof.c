@@ -11,8 +11,9 @@
  * as pprof's Location.line wants.  Markers and bad words are locations
  * without a mapping, named as the folded format names them.  Samples are
  * valued by count, and "sample" records (the sampler's) also by CPU time:
- * the sampling period, or if not given the shortest interval between two
- * samples of one thread.
+ * the sampling period, or if not given (the file does not hold it) the
+ * median interval between two samples of one thread, which is the period
+ * for a thread that keeps its CPU busy.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -105,7 +106,8 @@ struct pprof {
 	/* CPU time of "sample" records */
 	struct { uint32_t tid; uint64_t last; } *threads;
 	size_t nthreads;
-	uint64_t min_interval;
+	uint64_t *interval;
+	size_t ninterval, capinterval;
 	bool oom;
 };
 
@@ -227,7 +229,6 @@ static int pprof_init(struct relstack_presenter *p)
 		return -ENOMEM;
 	p->state = s;
 	str_id(s, ""); /* string 0 is the empty string */
-	s->min_interval = UINT64_MAX;
 	return s->oom ? -ENOMEM : 0;
 }
 
@@ -301,8 +302,19 @@ static int pprof_record(struct relstack_presenter *p, const struct relstack_deco
 	if (is_sample) {
 		uint64_t d = sample_interval(s, dr->rec);
 
-		if (d && d < s->min_interval)
-			s->min_interval = d;
+		if (d && s->ninterval == s->capinterval) {
+			size_t cap = s->capinterval ? 2 * s->capinterval : 256;
+			uint64_t *more = realloc(s->interval, cap * sizeof(*more));
+
+			if (!more) {
+				free(loc);
+				return -ENOMEM;
+			}
+			s->interval = more;
+			s->capinterval = cap;
+		}
+		if (d)
+			s->interval[s->ninterval++] = d;
 	}
 	/* aggregate identical stacks (and events): the key is the location list */
 	{
@@ -380,6 +392,13 @@ static int gzip_write(FILE *f, const uint8_t *in, size_t n)
 	return zr == Z_STREAM_END ? 0 : -EIO;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static int pprof_finish(struct relstack_presenter *p)
 {
 	struct pprof *s = p->state;
@@ -388,8 +407,12 @@ static int pprof_finish(struct relstack_presenter *p)
 
 	for (size_t i = 0; i < s->nsample && !cpu; i++)
 		cpu = s->sample[i].cpu != 0;
-	if (!period && cpu)
-		period = s->min_interval != UINT64_MAX ? s->min_interval : 1;
+	if (!period && cpu && s->ninterval) {
+		qsort(s->interval, s->ninterval, sizeof(*s->interval), cmp_u64);
+		period = s->interval[s->ninterval / 2];
+	}
+	if (!period)
+		period = 1;
 	value_type(s, 1, "samples", "count");
 	if (cpu) {
 		value_type(s, 1, "cpu", "nanoseconds");
@@ -455,6 +478,7 @@ static void pprof_free(struct relstack_presenter *p)
 		free(s->map[i].path);
 	free(s->map);
 	free(s->threads);
+	free(s->interval);
 	free(s);
 }
 

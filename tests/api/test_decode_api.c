@@ -19,9 +19,10 @@
 
 #include <relstack/decode.h>
 #include <relstack/relstack.h>
+#include <relstack/unwind.h>
 
 static char dir[64], path[128];
-static int ev_lock, ev_other;
+static int ev_lock, ev_other, ev_guess;
 
 struct lock_event {
 	uint64_t lock;
@@ -60,6 +61,17 @@ static int setup(void **state)
 			return -1;
 	if (decode_api_contended(rec, ev_other, 0) != 0)
 		return -1;
+	/* a stack with a verdict of unreliable, as an unwinder that lost its way writes it */
+	{
+		uint64_t words[64];
+		struct relstack_verdict v;
+		int n = relstack_capture(words, 64, 0, 0, &v);
+
+		ev_guess = relstack_recorder__define_event(rec, "guess", NULL, 0, 0);
+		v.reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
+		if (n < 1 || relstack_recorder__write(rec, (unsigned)ev_guess, words, (size_t)n, &v, NULL, 0, 0) != 0)
+			return -1;
+	}
 	return relstack_recorder__close(rec) == 0 ? 0 : -1;
 }
 
@@ -96,7 +108,7 @@ static void decoded_frames_name_the_recording_function_with_its_object_build_id_
 
 	assert_true(n > 0);
 	self[n] = '\0';
-	assert_int_equal(relstack_decoder__count(d), 4);
+	assert_int_equal(relstack_decoder__count(d), 5);
 	assert_int_equal(relstack_decoder__next(d, &dr), 1);
 	assert_string_equal(dr->event, "lock_contended");
 	assert_true(dr->reliable);
@@ -116,6 +128,9 @@ static void decoded_frames_name_the_recording_function_with_its_object_build_id_
 	for (int i = 1; i < 4; i++)
 		assert_int_equal(relstack_decoder__next(d, &dr), 1);
 	assert_string_equal(dr->event, "other");
+	assert_int_equal(relstack_decoder__next(d, &dr), 1);
+	assert_string_equal(dr->event, "guess");
+	assert_false(dr->reliable);
 	assert_int_equal(relstack_decoder__next(d, &dr), 0);
 	relstack_decoder__rewind(d);
 	assert_int_equal(relstack_decoder__next(d, &dr), 1);
@@ -228,7 +243,8 @@ static void json_lines_hold_one_object_per_record_with_the_symbol(void **state)
 
 	for (size_t i = 0; i < n; i++)
 		lines += s[i] == '\n';
-	assert_int_equal(lines, 4);
+	assert_int_equal(lines, 5);
+	assert_non_null(strstr(s, "\"event\":\"guess\",\"has_stack\":true,\"absolute\":false,\"reliable\":false"));
 	assert_non_null(strstr(s, "\"reliable\":true"));
 	assert_non_null(strstr(s, "\"symbol\":\"decode_api_contended\""));
 	free(s);
@@ -242,10 +258,12 @@ static void folded_counts_identical_stacks_and_top_ranks_them(void **state)
 	/* the three lock_contended stacks are one line, innermost frame last */
 	assert_non_null(strstr(s, ";decode_api_contended 3\n"));
 	assert_non_null(strstr(s, ";decode_api_contended 1\n"));
-	assert_int_equal(strncmp(s, "lock_contended;", 15), 0);
+	/* sorted: the event first on each line */
+	assert_int_equal(strncmp(s, "guess;", 6), 0);
+	assert_non_null(strstr(s, "\nlock_contended;"));
 	free(s);
 	t = present("top", &n);
-	assert_non_null(strstr(t, "#1 lock_contended 3 of 4 (75.0%)\n => decode_api_contended\n"));
+	assert_non_null(strstr(t, "#1 lock_contended 3 of 5 (60.0%)\n => decode_api_contended\n"));
 	assert_null(strstr(t, "#2"));
 	free(t);
 }
@@ -287,7 +305,7 @@ static void perf_script_has_a_header_per_stack_and_a_line_per_frame(void **state
 	assert_non_null(strstr(s, ": 1 lock_contended:\n\t"));
 	assert_non_null(frame);
 	assert_non_null(strstr(frame, " decode_api_contended+0x"));
-	/* a blank line ends each of the four stacks */
+	/* a blank line ends each stack */
 	assert_int_equal(memcmp(s + n - 2, "\n\n", 2), 0);
 	free(s);
 }
@@ -300,7 +318,9 @@ static void speedscope_names_its_schema_and_has_a_sampled_profile(void **state)
 	assert_non_null(strstr(s, "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""));
 	assert_non_null(strstr(s, "\"type\":\"sampled\""));
 	assert_non_null(strstr(s, "{\"name\":\"decode_api_contended\",\"file\":"));
-	assert_non_null(strstr(s, "\"weights\":[1,1,1,1]"));
+	assert_non_null(strstr(s, "\"weights\":[1,1,1,1,1]"));
+	/* the unreliable stack's root says so */
+	assert_non_null(strstr(s, "{\"name\":\"guess [unreliable]\"}"));
 	free(s);
 }
 
@@ -310,7 +330,10 @@ static void html_is_one_page_with_the_stacks_and_no_network_reference(void **sta
 	char *s = present("html", &n);
 
 	assert_int_equal(strncmp(s, "<!DOCTYPE html>", 15), 0);
+	/* stacks counted reliable, unreliable */
 	assert_non_null(strstr(s, ";decode_api_contended\",3,0]"));
+	assert_non_null(strstr(s, "[\"guess;"));
+	assert_non_null(strstr(s, "\",0,1]"));
 	assert_null(strstr(s, "src="));
 	assert_null(strstr(s, "://"));
 	assert_non_null(strstr(s, "</html>\n"));

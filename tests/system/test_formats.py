@@ -62,6 +62,15 @@ def one(node, key, default=0):
     return node[key][0] if node.get(key) else default
 
 
+def pprof(path):
+    """`report --format pprof` of @path, as protoc decodes it."""
+    data = gzip.decompress(subprocess.run([RELSTACK, "report", "--format", "pprof", path],
+                                          capture_output=True, check=True, timeout=120).stdout)
+    p = subprocess.run(["protoc", "--proto_path=" + os.path.dirname(PROTO), "--decode=perftools.profiles.Profile",
+                        os.path.basename(PROTO)], input=data, capture_output=True, check=True)
+    return parse_text_format(p.stdout.decode())
+
+
 class Formats(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -84,11 +93,7 @@ class Formats(unittest.TestCase):
     def test_pprof_decoded_by_protoc_holds_the_folded_stacks_with_build_ids_and_lines(self):
         if not shutil.which("protoc"):
             self.skipTest("protoc (Debian protobuf-compiler) is not installed")
-        data = gzip.decompress(subprocess.run([RELSTACK, "report", "--format", "pprof", self.file],
-                                              capture_output=True, check=True, timeout=120).stdout)
-        p = subprocess.run(["protoc", "--proto_path=" + os.path.dirname(PROTO), "--decode=perftools.profiles.Profile",
-                            os.path.basename(PROTO)], input=data, capture_output=True, check=True)
-        prof = parse_text_format(p.stdout.decode())
+        prof = pprof(self.file)
         strings = prof["string_table"]
         self.assertEqual(strings[0], "")
         types = [(strings[one(t, "type")], strings[one(t, "unit")]) for t in prof["sample_type"]]
@@ -121,6 +126,28 @@ class Formats(unittest.TestCase):
             got[";".join(reversed(names))] += s["value"][0]
         self.assertEqual(got, self.folded)
         self.assertGreater(lines_seen, 0, "no function with file:line")
+
+    def test_pprof_of_a_sampler_run_values_each_sample_by_count_and_by_cpu_time(self):
+        if not shutil.which("protoc"):
+            self.skipTest("protoc (Debian protobuf-compiler) is not installed")
+        out = os.path.join(self.tmp, "sampled")
+        p = subprocess.run([RELSTACK, "record", "-o", out, "--sample", "999", "--", "/bin/sh", "-c",
+                            "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (name,) = os.listdir(out)
+        prof = pprof(os.path.join(out, name))
+        strings = prof["string_table"]
+        types = [(strings[one(t, "type")], strings[one(t, "unit")]) for t in prof["sample_type"]]
+        self.assertEqual(types, [("samples", "count"), ("cpu", "nanoseconds")])
+        period_type = prof["period_type"][0]
+        self.assertEqual((strings[one(period_type, "type")], strings[one(period_type, "unit")]),
+                         ("cpu", "nanoseconds"))
+        period = one(prof, "period")
+        self.assertGreater(period, 0)
+        self.assertTrue(prof["sample"])
+        for s in prof["sample"]:
+            self.assertEqual(s["value"][1], s["value"][0] * period)
 
     def test_perf_script_collapsed_as_stackcollapse_perf_does_gives_the_folded_stacks(self):
         text = run("report", "--format", "perf-script", self.file)
