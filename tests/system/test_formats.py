@@ -224,9 +224,13 @@ document.getElementById('fr').onload = function () {
   const after = [...doc.querySelectorAll('.f')].find(e => e.dataset.name === %s).getBoundingClientRect().width;
   out.push('width: ' + before + ' -> ' + after);
   out.push('page width: ' + doc.getElementById('g').clientWidth);
+  const search = doc.getElementById('search');
+  search.value = %s;
+  search.dispatchEvent(new Event('input'));
+  out.push('marked: ' + [...doc.querySelectorAll('.f.m')].map(e => e.dataset.name).join(','));
   document.getElementById('out').textContent = out.join('\\n');
 };
-</script></body></html>""" % (json.dumps(leaf), json.dumps(leaf)))
+</script></body></html>""" % (json.dumps(leaf), json.dumps(leaf), json.dumps(leaf)))
         args = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
                 "--no-first-run", "--user-data-dir=" + os.path.join(self.tmp, "profile"),
                 "--virtual-time-budget=5000"]
@@ -245,6 +249,8 @@ document.getElementById('fr').onload = function () {
         page_width = float(re.search(r"page width: ([\d.]+)", dom).group(1))
         self.assertLess(before, page_width / 2)
         self.assertAlmostEqual(after, page_width, delta=2)
+        # the search marks the frames whose name holds the text, and no other
+        self.assertEqual(re.search(r"marked: (.*)", dom).group(1), leaf)
         os.makedirs(ARTIFACTS, exist_ok=True)
         shot = os.path.join(ARTIFACTS, "flame-graph.png")
         subprocess.run(args + ["--window-size=1200,600", "--screenshot=" + shot, "file://" + page],
