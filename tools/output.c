@@ -322,6 +322,7 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 		.symbolize = symbolize,
 		.lines = o->lines,
 		.inlines = o->inlines,
+		.demangle = !o->no_demangle,
 		.system_map = true,
 		.debug_dirs = o->debug_dirs,
 		.n_debug_dirs = o->ndebug_dirs,

@@ -32,6 +32,7 @@ struct rs_tool_opts {
 	const char *symbols[RS_ARRAY_MAX];
 	unsigned nsymbols;
 	bool lines, inlines;
+	bool no_demangle;
 	unsigned top; /* report --top N: the N most frequent stacks (folded collection) */
 };
 

@@ -120,6 +120,7 @@ static const char report_usage[] =
 	"  --symbols OBJECT=FILE    nm(1)/System.map symbols for OBJECT (repeatable)\n"
 	"  --no-lines               names only, no file:line\n"
 	"  --no-inlines             no inlined frames\n"
+	"  --no-demangle            C++ and Rust names as the symbol table holds them\n"
 	"  --top N                  the N most frequent stacks with counts and shares\n";
 
 enum {
@@ -134,6 +135,7 @@ enum {
 	OPT_NO_LINES,
 	OPT_NO_INLINES,
 	OPT_TOP,
+	OPT_NO_DEMANGLE,
 };
 
 static const struct option long_opts[] = {
@@ -149,6 +151,7 @@ static const struct option long_opts[] = {
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 	{ "no-inlines", no_argument, NULL, OPT_NO_INLINES },
 	{ "top", required_argument, NULL, OPT_TOP },
+	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -214,7 +217,7 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	while ((c = getopt_long(argc, argv, "+h", long_opts, &idx)) != -1) {
 		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL;
 		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES ||
-			   c == OPT_TOP;
+			   c == OPT_TOP || c == OPT_NO_DEMANGLE;
 
 		/* every option that can be out of place is long: name it, not its argument */
 		if ((dec && !decode_opts) || (sym && !symbol_opts))
@@ -280,6 +283,9 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 			break;
 		case OPT_NO_INLINES:
 			o->inlines = false;
+			break;
+		case OPT_NO_DEMANGLE:
+			o->no_demangle = true;
 			break;
 		case OPT_TOP: {
 			char *end;

@@ -46,6 +46,7 @@ struct relstack_decode_opts {
 	const char *name;                /* the file as error messages name it (NULL: "buffer file") */
 	bool symbolize;                  /* name frames; else objects and offsets only */
 	bool lines, inlines;             /* file:line, inlined frames (with symbolize) */
+	bool demangle;                   /* C++ and Rust names as c++filt shows them */
 	bool system_map;                 /* a kernel object without a map: /boot/System.map-RELEASE */
 	const char *const *debug_dirs;
 	size_t n_debug_dirs;

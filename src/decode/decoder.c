@@ -56,7 +56,14 @@ struct relstack_decoder {
 	struct frame_store *store;
 	size_t capframes;
 	char event[64];
+	/* demangled names, by mangled name: owned here until the decoder is freed */
+	struct rs_intern demangled;
+	char **dname;
+	size_t ndname, capdname;
 };
+
+/* The C++ runtime's demangler (the Itanium C++ ABI, which legacy Rust names follow). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t size, int ret, const char *fmt, ...)
 {
@@ -346,6 +353,10 @@ void relstack_decoder__free(struct relstack_decoder *d)
 	free(d->slot);
 	free(d->frames);
 	free(d->store);
+	rs_intern_free(&d->demangled);
+	for (size_t i = 0; i < d->ndname; i++)
+		free(d->dname[i]);
+	free(d->dname);
 	free(d);
 }
 
@@ -451,6 +462,49 @@ const char *rs_clean_path(const char *path, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * @name demangled, or @name itself when it is not mangled (or @d does not
+ * demangle, or memory is short).  A legacy Rust name ends in a hash,
+ * "::h" and 16 hex digits, that rustfilt leaves out: so is it here.
+ */
+static const char *demangle(struct relstack_decoder *d, const char *name)
+{
+	bool added, oom = false;
+	uint64_t id;
+	char *out;
+	size_t len;
+	int status;
+
+	if (!d->o.demangle || !name || strncmp(name, "_Z", 2) != 0)
+		return name;
+	id = rs_intern(&d->demangled, name, d->ndname, &added, &oom);
+	if (oom)
+		return name;
+	if (!added)
+		return d->dname[id] ? d->dname[id] : name;
+	if (d->ndname == d->capdname) {
+		size_t cap = d->capdname ? 2 * d->capdname : 256;
+		char **more = realloc(d->dname, cap * sizeof(*more));
+
+		if (!more) {
+			/* the table names an id that has no slot: forget the name */
+			rs_intern_free(&d->demangled);
+			memset(&d->demangled, 0, sizeof(d->demangled));
+			return name;
+		}
+		d->dname = more;
+		d->capdname = cap;
+	}
+	out = __cxa_demangle(name, NULL, NULL, &status);
+	if (out && status == 0 && (len = strlen(out)) > 19 && !strncmp(out + len - 19, "::h", 3) &&
+	    strspn(out + len - 16, "0123456789abcdef") == 16)
+		out[len - 19] = '\0';
+	d->dname[d->ndname++] = status == 0 ? out : NULL;
+	if (status != 0)
+		free(out);
+	return status == 0 ? out : name;
+}
+
 static void name_frame(struct relstack_decoder *d, struct relstack_decoded_frame *fr, struct frame_store *st)
 {
 	int *h = &d->slot[fr->slot].handle;
@@ -472,7 +526,7 @@ static void name_frame(struct relstack_decoder *d, struct relstack_decoded_frame
 		return;
 	}
 	fr->unnamed = NULL;
-	fr->symbol = sym.name;
+	fr->symbol = demangle(d, sym.name);
 	fr->symoff = sym.symoff + fr->return_address;
 	fr->symsize = sym.symsize;
 	fr->file = sym.file ? rs_clean_path(sym.file, st->file, sizeof(st->file)) : NULL;
@@ -480,7 +534,7 @@ static void name_frame(struct relstack_decoder *d, struct relstack_decoded_frame
 	fr->line_note = sym.line_note;
 	fr->n_inlined = sym.n_inlined;
 	for (unsigned i = 0; i < sym.n_inlined; i++) {
-		st->inlined[i].symbol = sym.inlined[i].name;
+		st->inlined[i].symbol = demangle(d, sym.inlined[i].name);
 		st->inlined[i].file = sym.inlined[i].file ?
 			rs_clean_path(sym.inlined[i].file, st->inl_file[i], sizeof(st->inl_file[i])) : NULL;
 		st->inlined[i].line = sym.inlined[i].line;

@@ -37,6 +37,27 @@ __attribute__((noinline)) static int decode_api_contended(struct relstack_record
 	return ret;
 }
 
+/* Functions under mangled names, as a C++ and a Rust compiler would emit them. */
+__attribute__((noinline)) int decode_api_cxx(struct relstack_recorder *r, int ev) __asm__("_ZN4demo7contendEPvi");
+__attribute__((noinline)) int decode_api_rust(struct relstack_recorder *r, int ev)
+	__asm__("_ZN4demo4rust7contend17h0123456789abcdefE");
+
+int decode_api_cxx(struct relstack_recorder *r, int ev)
+{
+	int ret = decode_api_contended(r, ev, 0);
+
+	__asm__ volatile("" ::: "memory");
+	return ret;
+}
+
+int decode_api_rust(struct relstack_recorder *r, int ev)
+{
+	int ret = decode_api_cxx(r, ev);
+
+	__asm__ volatile("" ::: "memory");
+	return ret;
+}
+
 static int setup(void **state)
 {
 	static const struct relstack_event_field fields[] = {
@@ -59,7 +80,7 @@ static int setup(void **state)
 	for (int i = 0; i < 3; i++)
 		if (decode_api_contended(rec, ev_lock, 0xabc0 + (unsigned)i) != 0)
 			return -1;
-	if (decode_api_contended(rec, ev_other, 0) != 0)
+	if (decode_api_rust(rec, ev_other) != 0)
 		return -1;
 	/* a stack with a verdict of unreliable, as an unwinder that lost its way writes it */
 	{
@@ -85,7 +106,7 @@ static int teardown(void **state)
 static struct relstack_decoder *open_decoder(struct relstack_reader **r, const char *const *events, size_t n)
 {
 	struct relstack_decode_opts o = {
-		.sz = sizeof(o), .name = path, .symbolize = true, .lines = true, .inlines = true,
+		.sz = sizeof(o), .name = path, .symbolize = true, .lines = true, .inlines = true, .demangle = true,
 		.events = events, .n_events = n,
 	};
 	struct relstack_decoder *d = NULL;
@@ -157,16 +178,28 @@ static void without_symbols_a_frame_keeps_object_and_offset_and_no_name(void **s
 	relstack_reader__close(r);
 }
 
-static void the_event_filter_keeps_only_the_named_events(void **state)
+static void the_event_filter_keeps_only_the_named_events_and_cxx_and_rust_names_are_demangled(void **state)
 {
 	static const char *const only[] = { "other" };
 	const struct relstack_decoded_record *dr;
 	struct relstack_reader *r;
 	struct relstack_decoder *d = open_decoder(&r, only, 1);
+	struct relstack_decode_opts raw = { .sz = sizeof(raw), .name = path, .symbolize = true, .events = only,
+					    .n_events = 1 };
+	char err[256];
 
 	assert_int_equal(relstack_decoder__count(d), 1);
 	assert_int_equal(relstack_decoder__next(d, &dr), 1);
 	assert_string_equal(dr->event, "other");
+	assert_string_equal(dr->frames[0].symbol, "decode_api_contended");
+	assert_string_equal(dr->frames[1].symbol, "demo::contend(void*, int)");
+	/* a legacy Rust name without its hash, as rustfilt shows it */
+	assert_string_equal(dr->frames[2].symbol, "demo::rust::contend");
+	relstack_decoder__free(d);
+	/* without demangling, the symbol table's names */
+	assert_int_equal(relstack_decoder__new(r, &raw, &d, err, sizeof(err)), 0);
+	assert_int_equal(relstack_decoder__next(d, &dr), 1);
+	assert_string_equal(dr->frames[1].symbol, "_ZN4demo7contendEPvi");
 	relstack_decoder__free(d);
 	relstack_reader__close(r);
 }
@@ -356,7 +389,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(decoded_frames_name_the_recording_function_with_its_object_build_id_and_line),
 		cmocka_unit_test(without_symbols_a_frame_keeps_object_and_offset_and_no_name),
-		cmocka_unit_test(the_event_filter_keeps_only_the_named_events),
+		cmocka_unit_test(the_event_filter_keeps_only_the_named_events_and_cxx_and_rust_names_are_demangled),
 		cmocka_unit_test(bad_requests_come_back_as_errors_with_a_line_naming_the_problem),
 		cmocka_unit_test(text_shows_the_verdict_the_fields_and_the_named_frame),
 		cmocka_unit_test(json_lines_hold_one_object_per_record_with_the_symbol),
