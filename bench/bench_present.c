@@ -7,7 +7,8 @@
  * own, so that its peak resident memory is its own.  Printed, never
  * asserted.
  *
- * Usage: bench_present [RECORDS]
+ * Usage: bench_present [RECORDS [FILE]]: FILE keeps the recorded buffer
+ * file, to time the relstack command on it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -128,6 +129,10 @@ int main(int argc, char **argv)
 		}
 	}
 	unlink(out);
+	if (argc > 2 && rename(path, argv[2]) != 0) {
+		fprintf(stderr, "bench_present: %s: %s\n", argv[2], strerror(errno));
+		status = 1;
+	}
 	unlink(path);
 	rmdir(dir);
 	return status;
