@@ -32,3 +32,6 @@ echo "== agent (relstack record)"
 
 echo "== kernel recorder"
 "$build/bench/bench_kernel" "$build/tools/relstack"
+
+echo "== decoder and presenters (report formats)"
+"$build/bench/bench_present"
