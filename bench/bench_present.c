@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The decoder and each presenter on 100,000 records of depth 32 (a
- * recursion in this program, named from its own symbols and lines):
+ * recursion in this program through two functions, chosen at each level
+ * by a bit of the record's number, so that stacks differ as a profile's
+ * do; named from this program's own symbols and lines):
  * records per second and peak memory of decoding and presenting in each
  * format, and the size of the output.  Each format runs in a child of its
  * own, so that its peak resident memory is its own.  Printed, never
@@ -27,12 +29,24 @@
 static struct relstack_recorder *rec;
 static int ev;
 
+static int bench_present_down(int depth, int i);
+
+__attribute__((noinline)) static int bench_present_other(int depth, int i)
+{
+	int ret = bench_present_down(depth, i);
+
+	__asm__ volatile("" ::: "memory");
+	return ret;
+}
+
 __attribute__((noinline)) static int bench_present_down(int depth, int i)
 {
 	int ret;
 
 	if (depth <= 1)
 		ret = relstack_recorder__record(rec, (unsigned)ev, NULL, 0, 0);
+	else if (depth > 2 && (i >> (depth % 16)) & 1)
+		ret = bench_present_other(depth - 2, i);
 	else
 		ret = bench_present_down(depth - 1, i);
 	__asm__ volatile("" ::: "memory");
