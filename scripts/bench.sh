@@ -35,3 +35,6 @@ echo "== kernel recorder"
 
 echo "== relstack ps on live processes"
 "$src/bench/ps.py" "$build"
+
+echo "== decoder and presenters (report formats)"
+"$build/bench/bench_present"

@@ -7,11 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <relstack/decode.h>
 #include <relstack/reader.h>
 
 #define RS_ARRAY_MAX 64
-
-enum rs_format { RS_FORMAT_TEXT = 0, RS_FORMAT_JSON, RS_FORMAT_FOLDED };
 
 struct rs_time_bound {
 	bool set;
@@ -27,12 +26,13 @@ struct rs_tool_opts {
 	const char *events[RS_ARRAY_MAX];
 	unsigned nevents;
 	struct rs_time_bound since, until;
-	enum rs_format format;
+	enum relstack_present_format format; /* info: text or json only */
 	const char *debug_dirs[RS_ARRAY_MAX];
 	unsigned ndebug_dirs;
 	const char *symbols[RS_ARRAY_MAX];
 	unsigned nsymbols;
 	bool lines, inlines;
+	bool no_demangle;
 	unsigned top; /* report --top N: the N most frequent stacks (folded collection) */
 };
 

@@ -104,7 +104,8 @@ static const char info_usage[] =
 	"  --until TIME             only records at or before TIME\n" \
 	"                           TIME: +SECONDS from the run's start, or UTC\n" \
 	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n" \
-	"  --format text|json|folded  output format (default: text)\n"
+	"  --format FORMAT          text (default), json, folded, pprof, perf-script,\n" \
+	"                           speedscope or html\n"
 
 static const char dump_usage[] =
 	"Usage: relstack dump [OPTIONS] FILE\n"
@@ -122,6 +123,7 @@ static const char report_usage[] =
 	"  --symbols OBJECT=FILE    nm(1)/System.map symbols for OBJECT (repeatable)\n"
 	"  --no-lines               names only, no file:line\n"
 	"  --no-inlines             no inlined frames\n"
+	"  --no-demangle            C++ and Rust names as the symbol table holds them\n"
 	"  --top N                  the N most frequent stacks with counts and shares\n";
 
 enum {
@@ -136,6 +138,7 @@ enum {
 	OPT_NO_LINES,
 	OPT_NO_INLINES,
 	OPT_TOP,
+	OPT_NO_DEMANGLE,
 };
 
 static const struct option long_opts[] = {
@@ -151,6 +154,7 @@ static const struct option long_opts[] = {
 	{ "no-lines", no_argument, NULL, OPT_NO_LINES },
 	{ "no-inlines", no_argument, NULL, OPT_NO_INLINES },
 	{ "top", required_argument, NULL, OPT_TOP },
+	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -216,7 +220,7 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	while ((c = getopt_long(argc, argv, "+h", long_opts, &idx)) != -1) {
 		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL;
 		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES ||
-			   c == OPT_TOP;
+			   c == OPT_TOP || c == OPT_NO_DEMANGLE;
 
 		/* every option that can be out of place is long: name it, not its argument */
 		if ((dec && !decode_opts) || (sym && !symbol_opts))
@@ -258,14 +262,10 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 				usage_error("--until: '%s' is not +SECONDS or YYYY-MM-DDTHH:MM:SS[.fraction]", optarg);
 			break;
 		case OPT_FORMAT:
-			if (strcmp(optarg, "text") == 0)
-				o->format = RS_FORMAT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				o->format = RS_FORMAT_JSON;
-			else if (strcmp(optarg, "folded") == 0 && decode_opts)
-				o->format = RS_FORMAT_FOLDED;
-			else
-				usage_error("--format: expected %s, not '%s'", decode_opts ? "text, json or folded" :
+			if (relstack_present_format_parse(optarg, &o->format) < 0 || o->format == RELSTACK_PRESENT_TOP ||
+			    (!decode_opts && o->format != RELSTACK_PRESENT_TEXT && o->format != RELSTACK_PRESENT_JSON))
+				usage_error("--format: expected %s, not '%s'", decode_opts ?
+					    "text, json, folded, pprof, perf-script, speedscope or html" :
 					    "text or json", optarg);
 			break;
 		case OPT_DEBUG_DIR:
@@ -287,6 +287,9 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 		case OPT_NO_INLINES:
 			o->inlines = false;
 			break;
+		case OPT_NO_DEMANGLE:
+			o->no_demangle = true;
+			break;
 		case OPT_TOP: {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -303,10 +306,11 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 			usage_error("%s: unknown option '%s'", argv[0], argv[optind - 1]);
 		}
 	}
-	if (o->top && o->format == RS_FORMAT_JSON)
-		usage_error("%s: --top prints text, not --format json", argv[0]);
+	if (o->top && o->format != RELSTACK_PRESENT_TEXT && o->format != RELSTACK_PRESENT_FOLDED)
+		usage_error("%s: --top prints text, not --format %s", argv[0],
+			    o->format == RELSTACK_PRESENT_JSON ? "json" : "other than text");
 	if (o->top)
-		o->format = RS_FORMAT_FOLDED;
+		o->format = RELSTACK_PRESENT_TOP;
 	if (optind == argc)
 		usage_error("%s: missing FILE", argv[0]);
 	if (optind + 1 < argc)
