@@ -160,6 +160,47 @@ static void decoded_frames_name_the_recording_function_with_its_object_build_id_
 	relstack_reader__close(r);
 }
 
+static void an_interrupted_pc_at_a_functions_first_instruction_is_named_as_that_function(void **state)
+{
+	struct relstack_decode_opts o = { .sz = sizeof(o), .symbolize = true, .demangle = true };
+	struct relstack_recorder_opts ro = RELSTACK_RECORDER_OPTS_INIT;
+	const struct relstack_decoded_record *dr;
+	struct relstack_recorder *rec;
+	struct relstack_reader *r;
+	struct relstack_decoder *d;
+	struct relstack_verdict v = { 0 };
+	uintptr_t pc = (uintptr_t)&decode_api_cxx; /* its first instruction: pc - 1 is another function's */
+	char file[160], err[256] = "";
+	uint64_t w;
+
+	snprintf(file, sizeof(file), "%s/interrupted", dir);
+	rec = relstack_recorder__open(file, &ro);
+	assert_non_null(rec);
+	assert_int_equal(relstack_encode(&pc, &w, 1, 0, NULL), 1);
+	/* as a context's first word, then as a return address */
+	assert_int_equal(relstack_recorder__write(rec, RELSTACK_EVENT_STACK, &w, 1, &v, NULL, 0,
+						  RELSTACK_RECORD_INTERRUPTED), 0);
+	assert_int_equal(relstack_recorder__write(rec, RELSTACK_EVENT_STACK, &w, 1, &v, NULL, 0, 0), 0);
+	assert_int_equal(relstack_recorder__close(rec), 0);
+	r = relstack_reader__open(file, NULL);
+	assert_non_null(r);
+	o.name = file;
+	assert_int_equal(relstack_decoder__new(r, &o, &d, err, sizeof(err)), 0);
+	assert_int_equal(relstack_decoder__next(d, &dr), 1);
+	assert_false(dr->frames[0].return_address);
+	assert_non_null(dr->frames[0].symbol);
+	assert_non_null(strstr(dr->frames[0].symbol, "demo::contend"));
+	assert_int_equal(dr->frames[0].symoff, 0);
+	assert_int_equal(relstack_decoder__next(d, &dr), 1);
+	assert_true(dr->frames[0].return_address);
+	/* named at pc - 1: not the function at pc's offset 0 */
+	assert_true(!dr->frames[0].symbol || !strstr(dr->frames[0].symbol, "demo::contend") ||
+		    dr->frames[0].symoff != 0);
+	relstack_decoder__free(d);
+	relstack_reader__close(r);
+	unlink(file);
+}
+
 static void without_symbols_a_frame_keeps_object_and_offset_and_no_name(void **state)
 {
 	struct relstack_decode_opts o = { .sz = sizeof(o), .name = path };
@@ -388,6 +429,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(decoded_frames_name_the_recording_function_with_its_object_build_id_and_line),
+		cmocka_unit_test(an_interrupted_pc_at_a_functions_first_instruction_is_named_as_that_function),
 		cmocka_unit_test(without_symbols_a_frame_keeps_object_and_offset_and_no_name),
 		cmocka_unit_test(the_event_filter_keeps_only_the_named_events_and_cxx_and_rust_names_are_demangled),
 		cmocka_unit_test(bad_requests_come_back_as_errors_with_a_line_naming_the_problem),
