@@ -5,7 +5,7 @@
 set -eu
 
 pkgs="meson ninja-build pkg-config gcc clang libclang-rt-14-dev llvm-14
-libcmocka-dev libelf-dev libdw-dev zlib1g-dev elfutils libunwind-dev
+libcmocka-dev libelf-dev libdw-dev libdebuginfod-dev debuginfod zlib1g-dev elfutils libunwind-dev
 binutils gdb valgrind libc6-dbg python3 linux-perf
 libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd
 protobuf-compiler chromium"

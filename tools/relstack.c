@@ -124,6 +124,8 @@ static const char report_usage[] =
 	"  --no-lines               names only, no file:line\n"
 	"  --no-inlines             no inlined frames\n"
 	"  --no-demangle            C++ and Rust names as the symbol table holds them\n"
+	"  --debuginfod URLS        fetch missing debug files by build-id from these\n"
+	"                           debuginfod servers (default: $DEBUGINFOD_URLS)\n"
 	"  --top N                  the N most frequent stacks with counts and shares\n";
 
 enum {
@@ -139,6 +141,7 @@ enum {
 	OPT_NO_INLINES,
 	OPT_TOP,
 	OPT_NO_DEMANGLE,
+	OPT_DEBUGINFOD,
 };
 
 static const struct option long_opts[] = {
@@ -155,6 +158,7 @@ static const struct option long_opts[] = {
 	{ "no-inlines", no_argument, NULL, OPT_NO_INLINES },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
+	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -220,7 +224,7 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	while ((c = getopt_long(argc, argv, "+h", long_opts, &idx)) != -1) {
 		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL;
 		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES ||
-			   c == OPT_TOP || c == OPT_NO_DEMANGLE;
+			   c == OPT_TOP || c == OPT_NO_DEMANGLE || c == OPT_DEBUGINFOD;
 
 		/* every option that can be out of place is long: name it, not its argument */
 		if ((dec && !decode_opts) || (sym && !symbol_opts))
@@ -267,6 +271,11 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 				usage_error("--format: expected %s, not '%s'", decode_opts ?
 					    "text, json, folded, pprof, perf-script, speedscope or html" :
 					    "text or json", optarg);
+			break;
+		case OPT_DEBUGINFOD:
+			/* libdebuginfod reads its servers from the environment */
+			if (!optarg[0] || setenv("DEBUGINFOD_URLS", optarg, 1) != 0)
+				usage_error("--debuginfod: '%s' names no server", optarg);
 			break;
 		case OPT_DEBUG_DIR:
 			if (o->ndebug_dirs == RS_ARRAY_MAX)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <zlib.h>
 
@@ -74,6 +75,8 @@ struct object {
 
 struct rs_symbolizer {
 	struct rs_symbolizer_opts opts;
+	debuginfod_client *dbgi; /* made at the first build-id asked of debuginfod */
+	bool dbgi_failed;        /* no client could be made: not asked again */
 	char **debug_dirs;
 	size_t n_debug_dirs;
 	struct map *maps;
@@ -165,6 +168,8 @@ static void source_free(struct source *src)
 
 void rs_symbolizer_free(struct rs_symbolizer *s)
 {
+	if (s && s->dbgi)
+		debuginfod_end(s->dbgi);
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->n_srcs; i++)
@@ -509,6 +514,45 @@ static void try_build_id(struct resolve *r, const char *dir)
 		try_path(r, path, false, 0);
 }
 
+/*
+ * The debug file (then the executable) of the object's build-id from the
+ * debuginfod servers DEBUGINFOD_URLS names, through libdebuginfod, which
+ * keeps what it fetched in its cache ($DEBUGINFOD_CACHE_PATH).  A server
+ * that cannot be reached is named in the object's list of what was tried,
+ * and decoding goes on without it.
+ */
+static void try_debuginfod(struct resolve *r)
+{
+	struct rs_symbolizer *s = r->s;
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	char *path = NULL, note[160];
+	int fd;
+
+	if (done(r) || !urls || !urls[0] || r->obj->build_id_len < 2 || s->dbgi_failed)
+		return;
+	if (!s->dbgi && !(s->dbgi = debuginfod_begin())) {
+		s->dbgi_failed = true;
+		note_tried(r, "debuginfod (no client)");
+		return;
+	}
+	for (int kind = 0; kind < 2 && !done(r); kind++) {
+		fd = kind ? debuginfod_find_executable(s->dbgi, r->obj->build_id, (int)r->obj->build_id_len, &path)
+			  : debuginfod_find_debuginfo(s->dbgi, r->obj->build_id, (int)r->obj->build_id_len, &path);
+		if (fd < 0) {
+			snprintf(note, sizeof(note), "debuginfod %s: %s", kind ? "executable" : "debuginfo",
+				 strerror(-fd));
+			note_tried(r, note);
+			if (fd != -ENOENT)
+				break; /* the servers are down or refuse: the executable would fare no better */
+			continue;
+		}
+		close(fd);
+		try_path(r, path, false, 0);
+		free(path);
+		path = NULL;
+	}
+}
+
 static void try_debuglink(struct resolve *r)
 {
 	const char *obj_path = r->obj->path, *slash = strrchr(obj_path, '/');
@@ -674,6 +718,7 @@ static void resolve(struct rs_symbolizer *s, struct object *o)
 		try_build_id(&r, SYSTEM_DEBUG_DIR);
 	if (!done(&r))
 		try_debuglink(&r);
+	try_debuginfod(&r);
 	if (!r.have_names && m)
 		try_map(&r, m);
 	if (!r.have_names) {
