@@ -370,7 +370,12 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 		.format = o->top ? RELSTACK_PRESENT_TOP : o->format,
 		.which = o->run,
 		.top = o->top,
+		/* colour only where a person reads it: `report | less` gets plain text */
+		.color = o->color == RS_COLOR_ALWAYS || (o->color == RS_COLOR_AUTO && isatty(STDOUT_FILENO)),
 	};
+	struct timespec t0;
+	bool progress = isatty(STDERR_FILENO), shown = false;
+	size_t done = 0, total;
 	const struct relstack_decoded_record *dr;
 	struct relstack_decoder *d;
 	struct relstack_presenter *p;
@@ -381,11 +386,26 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 	if (ret < 0)
 		rs_tool_input_error("%s", err);
 	popts.run = relstack_decoder__run_info(d);
+	total = relstack_decoder__count(d);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = relstack_presenter__new(&popts, stdout, &p);
 	if (ret < 0)
 		rs_tool_input_error("cannot present the records: %s", relstack_strerror(ret));
-	while (ret >= 0 && relstack_decoder__next(d, &dr) > 0)
+	while (ret >= 0 && relstack_decoder__next(d, &dr) > 0) {
 		ret = relstack_presenter__record(p, dr);
+		/* a progress line on a terminal, once decoding takes more than a second */
+		if (progress && ++done % 1024 == 0) {
+			struct timespec t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (t.tv_sec - t0.tv_sec > 1 || (t.tv_sec - t0.tv_sec == 1 && t.tv_nsec >= t0.tv_nsec)) {
+				fprintf(stderr, "\rrelstack: %zu of %zu records", done, total);
+				shown = true;
+			}
+		}
+	}
+	if (shown)
+		fprintf(stderr, "\r\033[K");
 	if (ret >= 0)
 		ret = relstack_presenter__finish(p);
 	if (ret < 0)

@@ -33,6 +33,7 @@ struct rs_tool_opts {
 	unsigned nsymbols;
 	bool lines, inlines;
 	bool no_demangle;
+	enum { RS_COLOR_AUTO, RS_COLOR_ALWAYS, RS_COLOR_NEVER } color; /* report, text format */
 	unsigned top; /* report --top N: the N most frequent stacks (folded collection) */
 };
 

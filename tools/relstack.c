@@ -124,6 +124,8 @@ static const char report_usage[] =
 	"  --no-lines               names only, no file:line\n"
 	"  --no-inlines             no inlined frames\n"
 	"  --no-demangle            C++ and Rust names as the symbol table holds them\n"
+	"  --color WHEN             the verdict in colour: auto (on a terminal),\n"
+	"                           always or never (default: auto)\n"
 	"  --debuginfod URLS        fetch missing debug files by build-id from these\n"
 	"                           debuginfod servers (default: $DEBUGINFOD_URLS)\n"
 	"  --top N                  the N most frequent stacks with counts and shares\n";
@@ -142,6 +144,7 @@ enum {
 	OPT_TOP,
 	OPT_NO_DEMANGLE,
 	OPT_DEBUGINFOD,
+	OPT_COLOR,
 };
 
 static const struct option long_opts[] = {
@@ -159,6 +162,7 @@ static const struct option long_opts[] = {
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
+	{ "color", required_argument, NULL, OPT_COLOR },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -224,7 +228,7 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	while ((c = getopt_long(argc, argv, "+h", long_opts, &idx)) != -1) {
 		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL;
 		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES ||
-			   c == OPT_TOP || c == OPT_NO_DEMANGLE || c == OPT_DEBUGINFOD;
+			   c == OPT_TOP || c == OPT_NO_DEMANGLE || c == OPT_DEBUGINFOD || c == OPT_COLOR;
 
 		/* every option that can be out of place is long: name it, not its argument */
 		if ((dec && !decode_opts) || (sym && !symbol_opts))
@@ -271,6 +275,16 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 				usage_error("--format: expected %s, not '%s'", decode_opts ?
 					    "text, json, folded, pprof, perf-script, speedscope or html" :
 					    "text or json", optarg);
+			break;
+		case OPT_COLOR:
+			if (strcmp(optarg, "auto") == 0)
+				o->color = RS_COLOR_AUTO;
+			else if (strcmp(optarg, "always") == 0)
+				o->color = RS_COLOR_ALWAYS;
+			else if (strcmp(optarg, "never") == 0)
+				o->color = RS_COLOR_NEVER;
+			else
+				usage_error("--color: '%s' is not auto, always or never", optarg);
 			break;
 		case OPT_DEBUGINFOD:
 			/* libdebuginfod reads its servers from the environment */

@@ -144,6 +144,7 @@ struct relstack_present_opts {
 	unsigned top;                /* RELSTACK_PRESENT_TOP: how many stacks */
 	uint64_t sample_period_ns;   /* pprof: CPU time of a "sample" record (0: estimated) */
 	const char *title;           /* speedscope and html: the profile's name (NULL: the comm) */
+	bool color;                  /* text: each record's verdict in colour (ANSI escapes) */
 };
 
 /* The format named @name ("text", "json", "folded", "pprof", ...): 0, or -EINVAL. */

@@ -47,12 +47,13 @@ static int text_record(struct relstack_presenter *p, const struct relstack_decod
 	rs_print_walltime(f, rec->realtime_ns);
 	fprintf(f, " tid %u %s", rec->tid, dr->event);
 	if (rec->has_stack) {
+		/* colour (--color): the verdict only, the rest stays as plain text prints it */
 		if (rec->reasons) {
-			fprintf(f, " unreliable(");
+			fprintf(f, p->o.color ? " \033[31munreliable(" : " unreliable(");
 			rs_print_reasons(f, rec->reasons, false);
-			fprintf(f, ")");
+			fprintf(f, p->o.color ? ")\033[0m" : ")");
 		} else {
-			fprintf(f, " reliable");
+			fprintf(f, p->o.color ? " \033[32mreliable\033[0m" : " reliable");
 		}
 	}
 	rs_print_fields(f, rec, false);

@@ -119,6 +119,18 @@ class Cli(unittest.TestCase):
         crash = out[out.rindex(heads[-1]):]
         self.assertIn("cache_flush", crash)
 
+    def test_colour_only_when_asked_or_on_a_terminal_and_only_the_verdict(self):
+        plain = run("report", "--no-lines", self.file, check=0).stdout
+        self.assertNotIn("\033[", plain)  # a pipe: no colour by default
+        self.assertEqual(run("report", "--no-lines", "--color", "never", self.file, check=0).stdout, plain)
+        colour = run("report", "--no-lines", "--color", "always", self.file, check=0).stdout
+        self.assertIn("\033[32mreliable\033[0m", colour)
+        # the escapes taken out, the same text
+        self.assertEqual(colour.replace("\033[32m", "").replace("\033[31m", "").replace("\033[0m", ""), plain)
+        p = run("report", "--color", "sometimes", self.file, check=1)
+        self.assertEqual(p.stderr.count("\n"), 2)  # the error and the hint
+        self.assertIn("--color: 'sometimes'", p.stderr)
+
     def test_json_lines_carry_every_required_key(self):
         out = run("report", "--format", "json", self.file, check=0).stdout
         recs = [json.loads(l) for l in out.splitlines()]
