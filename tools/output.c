@@ -275,10 +275,10 @@ static void info_json(struct relstack_reader *r, const struct rs_tool_opts *o, c
 		printf("%" PRIu64, ri->close_monotonic_ns);
 	else
 		printf("null");
-	printf(",\"ring_size\":%" PRIu64 ",\"chunk_size\":%u,\"objtab_capacity\":%u,\"schema_capacity\":%u,"
+	printf(",\"ring_size\":%" PRIu64 ",\"chunk_size\":%u,\"write_areas\":%u,\"objtab_capacity\":%u,\"schema_capacity\":%u,"
 	       "\"mode\":\"%s\",\"absolute_allowed\":%s,\"records\":%" PRIu64 ",\"lost\":%" PRIu64
 	       ",\"overwritten\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"written\":%" PRIu64 "}",
-	       ri->ring_size, ri->chunk_size, ri->objtab_capacity, ri->schema_capacity,
+	       ri->ring_size, ri->chunk_size, ri->areas, ri->objtab_capacity, ri->schema_capacity,
 	       ri->mode == RELSTACK_MODE_STOP ? "stop-when-full" : "overwrite-oldest", ri->addresses ? "true" : "false",
 	       ri->records, ri->lost, ri->overwritten, ri->skipped, ri->written);
 	info_stack_table(r, o->run, true);
@@ -322,8 +322,9 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 	printf("\n");
 	if (ri.close_monotonic_ns)
 		printf("  closed: after %.6f s\n", (double)(ri.close_monotonic_ns - ri.monotonic_ns) / 1e9);
-	printf("  geometry: ring %" PRIu64 " bytes in chunks of %u, %u object slots, %u schemas, mode %s%s\n",
-	       ri.ring_size, ri.chunk_size, ri.objtab_capacity, ri.schema_capacity,
+	printf("  geometry: ring %" PRIu64 " bytes in chunks of %u, %u write areas, %u object slots, %u schemas, "
+	       "mode %s%s\n",
+	       ri.ring_size, ri.chunk_size, ri.areas, ri.objtab_capacity, ri.schema_capacity,
 	       ri.mode == RELSTACK_MODE_STOP ? "stop-when-full" : "overwrite-oldest",
 	       ri.addresses ? ", absolute stacks allowed" : "");
 	printf("  counters: %" PRIu64 " records, %" PRIu64 " lost, %" PRIu64 " overwritten, %" PRIu64

@@ -117,6 +117,7 @@ struct relstack_run_info {
 	uint64_t skipped_malformed;    /* checksum right, but the body does not fit its length, or
 					  an unknown kind, or reserved bits set */
 	uint64_t gap_bytes;            /* bytes holding no record head (never written, cut off, or damaged) */
+	uint32_t areas;                /* write areas the ring is split into (one per possible CPU) */
 };
 
 /*

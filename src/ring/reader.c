@@ -1052,6 +1052,7 @@ int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run
 	out->addresses = (h->flags & RS_RUN_ADDRESSES) != 0;
 	out->ring_size = h->ring_size;
 	out->chunk_size = h->chunk_size;
+	out->areas = h->areas;
 	out->objtab_capacity = v->objtab_cap;
 	out->schema_capacity = h->schema_capacity;
 	out->lost = h->lost;

@@ -99,6 +99,16 @@ class Cli(unittest.TestCase):
         js = json.loads(run("info", "--format", "json", self.file, check=0).stdout)
         self.assertEqual(js["stack_table"]["entries"], entries)
 
+    def test_info_shows_how_many_write_areas_the_ring_has(self):
+        out = run("info", self.file, check=0).stdout
+        m = re.search(r"geometry: ring (\d+) bytes in chunks of (\d+), (\d+) write areas,", out)
+        self.assertIsNotNone(m, out)
+        ring, chunk, areas = map(int, m.groups())
+        # a power of two, each area at least 8 chunks (docs/format.md)
+        self.assertTrue(areas >= 1 and areas & (areas - 1) == 0 and ring // areas >= 8 * chunk, out)
+        js = json.loads(run("info", "--format", "json", self.file, check=0).stdout)
+        self.assertEqual(js["run"]["write_areas"], areas)
+
     def test_dump_has_object_and_offset_and_no_symbol(self):
         out = run("dump", self.file, check=0).stdout
         frames = [l for l in out.splitlines() if l.startswith(" => ")]
