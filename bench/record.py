@@ -86,6 +86,19 @@ try:
     print("record_run_true_extra: %.3f ms for all of /bin/true: start-up, and the close at exit "
           "(msync of the run)" % ((med(under_t) - med(bare_t)) * 1e3))
 
+    # the same start-up counted in instructions (time is noisy here): /bin/true, bare and under the agent
+    if shutil.which("valgrind"):
+        def instructions(env=None):
+            log = os.path.join(tmp, "cg.log")
+            subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                            "--log-file=" + log, "/bin/true"], env=env, check=True)
+            shutil.rmtree(out, ignore_errors=True)
+            with open(log) as f:
+                return int(next(l for l in f if "Collected" in l).split()[-1])
+        ir_bare, ir_agent = instructions(), instructions(agent_env())
+        print("record_startup_true_ir: %d instructions bare, %d under the agent: +%d (ratio %.1f)"
+              % (ir_bare, ir_agent, ir_agent - ir_bare, ir_agent / ir_bare))
+
     # sampler vs perf
     work = ["/usr/bin/python3", "-c", "sum(i * i for i in range(30000000))"]
     bare = cpu(work)

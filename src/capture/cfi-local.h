@@ -39,6 +39,13 @@ struct rs_cfi_builder {
 RS_HIDDEN void rs_cfi_build_rows(struct rs_cfi_builder *b, const struct cie *cie, uintptr_t begin, uintptr_t range,
 				 const unsigned char *insns, const unsigned char *end);
 
+/*
+ * A row that holds over [loc, end) (NULL: unsupported there), given as
+ * the walk uses it (a source whose rows need no instructions: .sframe),
+ * then a gap from @end, which a next row starting there replaces.
+ */
+RS_HIDDEN void rs_cfi_build_row(struct rs_cfi_builder *b, uintptr_t loc, uintptr_t end, const struct rs_cfi_row *row);
+
 /* An unsupported row from @loc on (an FDE that cannot be read, listed there). */
 RS_HIDDEN void rs_cfi_build_unsupported(struct rs_cfi_builder *b, uintptr_t loc);
 

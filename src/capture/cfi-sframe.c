@@ -47,32 +47,23 @@ static int cmp_fde(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* A CIE-less state for rs_cfi_build_rows(): the rows come from @st one range at a time. */
+/* The rows of FDE @f over [begin, begin + range), from its FREs at [fres, end). */
 static void fre_rows(struct rs_cfi_builder *b, uintptr_t begin, uintptr_t range, const unsigned char *fres,
 		     const unsigned char *end, const struct sframe_fde *f, int8_t fixed_ra)
 {
 	struct cursor c = { fres, end, false };
 	unsigned addr_size = (f->info & 0xf) == 0 ? 1 : (f->info & 0xf) == 1 ? 2 : (f->info & 0xf) == 2 ? 4 : 0;
-	/*
-	 * The rows as DWARF instructions would give them: an FDE's rows go
-	 * through rs_cfi_build_rows(), whose CIE here carries the rules of
-	 * each FRE in turn as its initial instructions.
-	 */
-	unsigned char insns[32];
 
 	if (!addr_size || (f->info & 0x10) || fixed_ra != -8) {
-		struct cie bad = { .ra_reg = UINT64_MAX };
-
-		rs_cfi_build_rows(b, &bad, begin, range, NULL, NULL); /* unsupported over the FDE */
+		rs_cfi_build_row(b, begin, begin + range, NULL); /* unsupported over the FDE */
 		return;
 	}
 	for (uint32_t i = 0; i < f->nfres && !c.bad; i++) {
 		uint64_t at = get_u(&c, addr_size), next_at = range;
 		uint8_t info = get_byte(&c);
 		unsigned count = (info >> 1) & 0xf, size = 1u << ((info >> 5) & 3);
-		int64_t off[3] = { 0, 0, 0 };
-		struct cie cie = { .code_align = 1, .data_align = -8, .ra_reg = 16 };
-		size_t n = 0;
+		int64_t off[2] = { 0, 0 };
+		struct rs_cfi_row row;
 
 		if (size > 4 || count < 1 || count > 2) {
 			c.bad = true;
@@ -92,35 +83,18 @@ static void fre_rows(struct rs_cfi_builder *b, uintptr_t begin, uintptr_t range,
 			break;
 		if (next_at > range)
 			next_at = range;
-		/* DW_CFA_def_cfa reg off (sleb-free: offsets fit a uleb when positive) */
-		if (off[0] < 0 || off[0] > 0x3fff || (count == 2 && (off[1] >= 0 || off[1] < -0x3ff8 || off[1] % 8))) {
-			struct cie bad = { .ra_reg = UINT64_MAX };
-
-			rs_cfi_build_rows(b, &bad, begin + at, next_at - at, NULL, NULL);
-			continue;
-		}
-		insns[n++] = 0x0c;                          /* def_cfa */
-		insns[n++] = (info & 1) ? 7 : 6;            /* base register: SP (1) or FP (0) */
-		insns[n++] = (unsigned char)(0x80 | (off[0] & 0x7f));
-		insns[n++] = (unsigned char)(off[0] >> 7);
-		insns[n++] = 0x80 | 16;                     /* offset: RA at CFA - 8 */
-		insns[n++] = 1;
-		if (count == 2) {
-			uint64_t f8 = (uint64_t)(-off[1] / 8);
-
-			insns[n++] = 0x80 | 6;              /* offset: FP at CFA + off[1] */
-			insns[n++] = (unsigned char)(0x80 | (f8 & 0x7f));
-			insns[n++] = (unsigned char)(f8 >> 7);
-		}
-		cie.insns = insns;
-		cie.insns_end = insns + n;
-		rs_cfi_build_rows(b, &cie, begin + at, next_at - at, NULL, NULL);
+		/* CFA = SP (base register 1) or FP (0) + off[0]; RA at CFA - 8; FP at CFA + off[1] if given */
+		memset(&row, 0, sizeof(row));
+		row.cfa_on_fp = !(info & 1);
+		row.cfa_off = off[0];
+		row.ra_rule = RS_CFI_OFFSET;
+		row.ra_off = fixed_ra;
+		row.fp_rule = count == 2 ? RS_CFI_OFFSET : RS_CFI_SAME;
+		row.fp_off = count == 2 ? off[1] : 0;
+		rs_cfi_build_row(b, begin + at, begin + next_at, &row);
 	}
-	if (c.bad) {
-		struct cie bad = { .ra_reg = UINT64_MAX };
-
-		rs_cfi_build_rows(b, &bad, begin, range, NULL, NULL);
-	}
+	if (c.bad)
+		rs_cfi_build_row(b, begin, begin + range, NULL);
 }
 
 struct rs_cfi_table *rs_cfi_table_from_sframe(uintptr_t sec, size_t size, uintptr_t bias, uint64_t span)

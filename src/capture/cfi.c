@@ -373,6 +373,12 @@ void rs_cfi_build_unsupported(struct rs_cfi_builder *b, uintptr_t loc)
 	add(b, loc, row_unsupported);
 }
 
+void rs_cfi_build_row(struct rs_cfi_builder *b, uintptr_t loc, uintptr_t end, const struct rs_cfi_row *row)
+{
+	add(b, loc, row ? pack(0, row) : row_unsupported);
+	add(b, end, row_gap);
+}
+
 void rs_cfi_build_rows(struct rs_cfi_builder *b, const struct cie *cie, uintptr_t begin, uintptr_t range,
 		       const unsigned char *insns, const unsigned char *end)
 {
