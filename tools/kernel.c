@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernel/kernel.h"
 #include "tools/output.h"
@@ -32,6 +33,10 @@ static const char kernel_usage[] =
 	"           addresses, build-id) that decodes kernel stacks without kallsyms\n"
 	"  import TRACE.DAT [-o FILE]\n"
 	"           convert a trace-cmd file recorded with -T (stack traces)\n"
+	"  import [--raw] DIR [-o FILE] [--kallsyms FILE]\n"
+	"           convert raw tracefs output: DIR holds header_page,\n"
+	"           events/SYSTEM/EVENT/format, per_cpu/cpuN/trace_pipe_raw, and\n"
+	"           module_table, notes, kallsyms when there are (docs/kernel.md)\n"
 	"\n"
 	"Then: relstack report --symbols vmlinux=System.map FILE.  See relstack(1).\n";
 
@@ -259,20 +264,77 @@ static int cmd_symbols(int argc, char **argv)
 	return ret < 0 ? EXIT_INPUT : 0;
 }
 
-static int cmd_import(int argc, char **argv)
+static int import_raw(const char *dir, const char *out, const char *kallsyms)
 {
-	const char *out = "relstack-kernel.rsb", *in = NULL;
+	struct rs_kraw_opts o = { .dir = dir, .output = out, .kallsyms = kallsyms };
+	struct rs_kraw_stats st;
 	char err[1024] = "";
 	int ret;
 
-	ret = output_option(argc, argv, "import", &out);
-	if (ret >= 0)
-		return ret;
+	o.errbuf = err;
+	o.errbuf_sz = sizeof(err);
+	ret = rs_kimport_raw(&o, &st);
+	if (ret < 0) {
+		fprintf(stderr, "relstack kernel import: %s\n", err[0] ? err : strerror(-ret));
+		return EXIT_INPUT;
+	}
+	fprintf(stderr, "relstack kernel import: %s: %llu records from %llu pages of %u CPUs, %llu kernel stacks "
+		"(%llu reliable), %llu modules, %llu lost\n", out, (unsigned long long)st.events,
+		(unsigned long long)st.pages, st.cpus, (unsigned long long)st.stacks, (unsigned long long)st.reliable,
+		(unsigned long long)st.modules, (unsigned long long)st.lost);
+	if (st.unknown_index || st.beyond_text || st.no_text || st.modules_full)
+		fprintf(stderr, "relstack kernel import: written as UNKNOWN: %llu words of a module index the module "
+			"table does not list, %llu beyond their text, %llu in no text; %llu modules found no slot\n",
+			(unsigned long long)st.unknown_index, (unsigned long long)st.beyond_text,
+			(unsigned long long)st.no_text, (unsigned long long)st.modules_full);
+	return 0;
+}
+
+static int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "kallsyms", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = "relstack-kernel.rsb", *in = NULL, *kallsyms = NULL;
+	bool raw = false;
+	char err[1024] = "";
+	struct stat sb;
+	int c, ret;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'r':
+			raw = true;
+			break;
+		case 'k':
+			kallsyms = optarg;
+			break;
+		case 'h':
+			fputs(kernel_usage, stdout);
+			return 0;
+		default:
+			return usage("import: unknown option or missing argument '%s'", argv[optind - 1]);
+		}
+	}
 	if (optind + 1 < argc)
-		return usage("import: one TRACE.DAT only, '%s' is extra", argv[optind + 1]);
+		return usage("import: one TRACE.DAT or DIR only, '%s' is extra", argv[optind + 1]);
 	in = optind < argc ? argv[optind] : NULL;
 	if (!in)
-		return usage("import: %s", "missing TRACE.DAT");
+		return usage("import: %s", "missing TRACE.DAT or DIR");
+	if (raw || (stat(in, &sb) == 0 && S_ISDIR(sb.st_mode)))
+		return import_raw(in, out, kallsyms);
+	if (kallsyms)
+		return usage("import: --kallsyms is for a raw directory; a trace-cmd file keeps its own, not '%s'",
+			     kallsyms);
 	ret = rs_kimport(in, out, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "relstack kernel import: %s\n", err[0] ? err : strerror(-ret));

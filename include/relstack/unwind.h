@@ -42,7 +42,9 @@ extern "C" {
 #define RELSTACK_UNRELIABLE_OBJECTS_CHANGING (1u << 9) /* a frame in an object being loaded or unloaded */
 #define RELSTACK_UNRELIABLE_FP_MISMATCH    (1u << 10) /* with RELSTACK_CAPTURE_CHECK: frame pointer and CFI disagree */
 #define RELSTACK_UNRELIABLE_INTERRUPT_FRAME (1u << 11) /* kernel stacks: an interrupt or exception entry was crossed */
-#define RELSTACK_UNRELIABLE_ALL            0xfffu
+#define RELSTACK_UNRELIABLE_KERNEL_REFUSED (1u << 12) /* kernel stacks: the kernel's reliable unwinder refused the stack */
+#define RELSTACK_UNRELIABLE_UNCHECKED      (1u << 13) /* kernel stacks: the kernel recorded it without checking it */
+#define RELSTACK_UNRELIABLE_ALL            0x3fffu
 
 struct relstack_verdict {
 	uint32_t reasons; /* RELSTACK_UNRELIABLE_* bits; 0 = reliable */
@@ -100,7 +102,8 @@ RELSTACK_API int relstack_capture_context(const void *ucontext, uint64_t *words,
  * The stable short name of one RELSTACK_UNRELIABLE_* bit: "outside-stack",
  * "misaligned", "not-increasing", "unknown-text", "signal-frame",
  * "async-start", "truncated", "no-fp-object", "end-unproven",
- * "objects-changing", "fp-mismatch", "interrupt-frame".  NULL for anything that is
+ * "objects-changing", "fp-mismatch", "interrupt-frame", "kernel-refused",
+ * "unchecked".  NULL for anything that is
  * not exactly one defined bit.
  */
 RELSTACK_API const char *relstack_reason_string(uint32_t reason_bit);

@@ -64,6 +64,7 @@ static const char *const reason_names[] = {
 	"outside-stack", "misaligned", "not-increasing", "unknown-text",
 	"signal-frame", "async-start", "truncated", "no-fp-object",
 	"end-unproven", "objects-changing", "fp-mismatch", "interrupt-frame",
+	"kernel-refused", "unchecked",
 };
 
 const char *relstack_reason_string(uint32_t bit)

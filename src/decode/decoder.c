@@ -32,6 +32,13 @@ struct slot {
 	uint64_t load;  /* load address, if the run keeps them */
 	int state;      /* 0 ok, else the error of relstack_reader__object() */
 	int handle;     /* symbolizer handle, -1 none yet */
+	char *layout;   /* a kernel module's section layout (its RS_KMODULE_EVENT record), or NULL */
+};
+
+/* A kernel module's layout, from its record, until the slots are read. */
+struct kmod_layout {
+	uint32_t slot;
+	char *sections;
 };
 
 /* What one frame's names point into: valid until the next record. */
@@ -56,6 +63,8 @@ struct relstack_decoder {
 	struct frame_store *store;
 	size_t capframes;
 	char event[64];
+	struct kmod_layout *layouts;
+	size_t nlayouts;
 	/* demangled names, by mangled name: owned here until the decoder is freed */
 	struct rs_intern demangled;
 	char **dname;
@@ -141,6 +150,45 @@ int rs_no_run_message(struct relstack_reader *r, enum relstack_run_which w, cons
 		    ret == -ENOENT ? "the file does not hold one" : relstack_strerror(ret));
 }
 
+/*
+ * A record of RS_KMODULE_EVENT: the layout of the module in its slot.
+ * Its fields are checked against the record, as any record's; a layout
+ * given twice for a slot keeps the first.  0, or -ENOMEM.
+ */
+static int take_layout(struct relstack_decoder *d, const struct relstack_record *rec)
+{
+	const struct relstack_schema_field *slot = NULL, *sec = NULL;
+	struct kmod_layout *more;
+	uint32_t s;
+
+	for (unsigned i = 0; i < rec->schema->nfields && i < RELSTACK_EVENT_FIELDS_MAX; i++) {
+		const struct relstack_schema_field *f = &rec->schema->field[i];
+
+		if ((size_t)f->offset + f->size > rec->fields_size)
+			continue;
+		if (!strcmp(f->name, "slot") && f->size == 4)
+			slot = f;
+		else if (!strcmp(f->name, "sections") && f->type == RELSTACK_FIELD_STRING && f->size)
+			sec = f;
+	}
+	if (!slot || !sec)
+		return 0;
+	memcpy(&s, (const char *)rec->fields + slot->offset, 4);
+	for (size_t i = 0; i < d->nlayouts; i++)
+		if (d->layouts[i].slot == s)
+			return 0;
+	more = realloc(d->layouts, (d->nlayouts + 1) * sizeof(*more));
+	if (!more)
+		return -ENOMEM;
+	d->layouts = more;
+	more[d->nlayouts].slot = s;
+	more[d->nlayouts].sections = strndup((const char *)rec->fields + sec->offset, sec->size);
+	if (!more[d->nlayouts].sections)
+		return -ENOMEM;
+	d->nlayouts++;
+	return 0;
+}
+
 static int load_records(struct relstack_decoder *d, char *err, size_t size)
 {
 	struct relstack_cursor *cur = relstack_reader__records(d->r, d->o.run);
@@ -154,6 +202,12 @@ static int load_records(struct relstack_decoder *d, char *err, size_t size)
 	while (relstack_cursor__next(cur, &rec) > 0) {
 		struct rec_copy *c;
 
+		/* whatever the filters: the module's frames in other records need it */
+		if (rec.schema && rec.event_name && !strcmp(rec.event_name, RS_KMODULE_EVENT) &&
+		    take_layout(d, &rec) < 0) {
+			oom = true;
+			break;
+		}
 		if (!wanted(&rec, &d->o, &d->ri))
 			continue;
 		if (d->n == cap) {
@@ -327,6 +381,13 @@ int relstack_decoder__new(struct relstack_reader *r, const struct relstack_decod
 		d->slot[s].state = relstack_reader__object(r, d->o.run, s, &d->slot[s].obj, &d->slot[s].load, NULL);
 		d->slot[s].handle = -1;
 	}
+	for (size_t i = 0; i < d->nlayouts; i++) {
+		struct slot *sl = d->layouts[i].slot < d->nslots ? &d->slot[d->layouts[i].slot] : NULL;
+
+		if (sl && !sl->state && (sl->obj.flags & RELSTACK_OBJECT_KERNEL) &&
+		    sl->obj.base == RELSTACK_BASE_LOAD_BIAS)
+			sl->layout = d->layouts[i].sections;
+	}
 	if (d->o.symbolize) {
 		ret = make_symbolizer(d, err, errsize);
 		if (ret < 0)
@@ -350,6 +411,9 @@ void relstack_decoder__free(struct relstack_decoder *d)
 		free(d->all[i].fields);
 	}
 	free(d->all);
+	for (size_t i = 0; i < d->nlayouts; i++)
+		free(d->layouts[i].sections);
+	free(d->layouts);
 	free(d->slot);
 	free(d->frames);
 	free(d->store);
@@ -513,7 +577,7 @@ static void name_frame(struct relstack_decoder *d, struct relstack_decoded_frame
 	fr->symbolized = true;
 	fr->unnamed = rs_sym_reason_str(RS_SYM_NO_SOURCE);
 	if (*h < 0) {
-		*h = rs_symbolizer_object(d->sym, fr->object);
+		*h = rs_symbolizer_module(d->sym, fr->object, d->slot[fr->slot].layout);
 		if (*h < 0)
 			return;
 	}

@@ -54,6 +54,7 @@ struct source {
 	uint8_t build_id[RELSTACK_BUILD_ID_MAX];
 	uint32_t build_id_len;
 	char path[RELSTACK_PATH_MAX];
+	char *layout;               /* a kernel module's section layout, or NULL */
 	bool resolved;
 
 	enum rs_sym_reason reason;  /* RS_SYM_OK once names are available */
@@ -163,6 +164,7 @@ static void source_free(struct source *src)
 	free(src->names_from);
 	free(src->lines_from);
 	free(src->errmsg);
+	free(src->layout);
 	free(src);
 }
 
@@ -225,7 +227,7 @@ int rs_symbolizer_add_map_arg(struct rs_symbolizer *s, const char *arg)
 	return err;
 }
 
-static struct source *source_get(struct rs_symbolizer *s, const struct relstack_object *obj)
+static struct source *source_get(struct rs_symbolizer *s, const struct relstack_object *obj, const char *layout)
 {
 	struct source *src;
 
@@ -233,7 +235,8 @@ static struct source *source_get(struct rs_symbolizer *s, const struct relstack_
 		src = s->srcs[i];
 		if (src->build_id_len == obj->build_id_len &&
 		    !memcmp(src->build_id, obj->build_id, obj->build_id_len) &&
-		    !strncmp(src->path, obj->path, sizeof(src->path)))
+		    !strncmp(src->path, obj->path, sizeof(src->path)) &&
+		    (src->layout ? layout && !strcmp(src->layout, layout) : !layout))
 			return src;
 	}
 	if (s->n_srcs == s->cap_srcs) {
@@ -248,6 +251,10 @@ static struct source *source_get(struct rs_symbolizer *s, const struct relstack_
 	src = calloc(1, sizeof(*src));
 	if (!src)
 		return NULL;
+	if (layout && !(src->layout = strdup(layout))) {
+		free(src);
+		return NULL;
+	}
 	memcpy(src->build_id, obj->build_id, obj->build_id_len);
 	src->build_id_len = obj->build_id_len;
 	memcpy(src->path, obj->path, sizeof(src->path));
@@ -259,6 +266,11 @@ static struct source *source_get(struct rs_symbolizer *s, const struct relstack_
 }
 
 int rs_symbolizer_object(struct rs_symbolizer *s, const struct relstack_object *obj)
+{
+	return rs_symbolizer_module(s, obj, NULL);
+}
+
+int rs_symbolizer_module(struct rs_symbolizer *s, const struct relstack_object *obj, const char *layout)
 {
 	struct object *o;
 
@@ -278,7 +290,10 @@ int rs_symbolizer_object(struct rs_symbolizer *s, const struct relstack_object *
 	o = &s->objs[s->n_objs];
 	o->rec = *obj;
 	o->rec.path[RELSTACK_PATH_MAX - 1] = '\0';
-	o->src = source_get(s, &o->rec);
+	/* a module whose layout is unknown: offsets from its .text (the convention of the kernel table) */
+	if (!layout && (obj->flags & RELSTACK_OBJECT_KERNEL) && obj->base == RELSTACK_BASE_LOAD_BIAS)
+		layout = ".text=0";
+	o->src = source_get(s, &o->rec, layout);
 	if (!o->src)
 		return -ENOMEM;
 	return (int)s->n_objs++;
@@ -449,6 +464,26 @@ static void take_elf(struct resolve *r, struct elf_file *f)
 	struct source *src = r->src;
 	bool keep = false;
 
+	if (src->layout && rs_symelf_relocatable(f->elf)) {
+		/*
+		 * A kernel module's .ko: its symbols are section-relative, placed
+		 * by the layout the kernel recorded.  Its DWARF is relocatable
+		 * too, and not read.
+		 */
+		int n = r->have_names ? 0 : rs_symelf_load_placed(f->elf, src->layout, &src->ix);
+
+		if (n > 0) {
+			r->have_names = true;
+			src->names_from = strdup(f->path);
+		} else if (n < 0 || !r->have_names) {
+			set_error(src, "%s: %s has no code symbols in the sections %s", base_name(r->obj->path),
+				  f->path, src->layout);
+			r->bad = true;
+		}
+		r->want_lines = false;
+		elf_file_close(f);
+		return;
+	}
 	if (!r->have_names && rs_symelf_has_type(f->elf, SHT_SYMTAB)) {
 		int n = rs_symelf_load(f->elf, SHT_SYMTAB, &src->ix);
 

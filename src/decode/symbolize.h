@@ -137,6 +137,23 @@ int rs_symbolizer_add_map_arg(struct rs_symbolizer *s, const char *arg);
 int rs_symbolizer_object(struct rs_symbolizer *s, const struct relstack_object *obj);
 
 /*
+ * The same for a kernel module (RELSTACK_OBJECT_KERNEL, base load bias)
+ * whose offsets count from its core text, with the kernel's @layout of
+ * it: "SECTION=OFFSET_HEX ..." (the module table's).  A relocatable
+ * symbol file (its .ko) is then read through the layout: a symbol of a
+ * listed section at the section's offset plus its value.  Without a
+ * layout a module counts from its .text (".text=0").
+ */
+int rs_symbolizer_module(struct rs_symbolizer *s, const struct relstack_object *obj, const char *layout);
+
+/*
+ * The event of a buffer file that gives a kernel module's layout: fields
+ * "slot" (u32, the module's object slot) and "sections" (string).
+ * docs/format.md, "Kernel modules".
+ */
+#define RS_KMODULE_EVENT "kernel_module"
+
+/*
  * Resolve the sources of @handle now (otherwise done by the first
  * rs_symbolize()).  Returns 0 when names are available, else a negative
  * code: -RELSTACK_EBUILDID, -RELSTACK_ENOSYMBOLS, -RELSTACK_ECORRUPT, ...

@@ -64,7 +64,13 @@ static Elf_Data *section_data(Elf_Scn *scn, GElf_Shdr *shdr)
 	return elf_getdata(scn, NULL);
 }
 
-int rs_symelf_load(Elf *elf, unsigned sh_type, struct rs_symindex *ix)
+/*
+ * The code symbols of @sh_type into @ix: at their st_value, or, with
+ * @base, only those of the sections it places, at base[section] +
+ * st_value, unsized (as the kernel sizes a module's symbols: up to the
+ * next one).
+ */
+static int load(Elf *elf, unsigned sh_type, const uint64_t *base, const uint8_t *placed, struct rs_symindex *ix)
 {
 	GElf_Shdr shdr, strshdr;
 	Elf_Scn *scn, *strscn;
@@ -114,6 +120,12 @@ int rs_symelf_load(Elf *elf, unsigned sh_type, struct rs_symindex *ix)
 		bind = GELF_ST_BIND(sym.st_info);
 		if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || sym.st_shndx >= nscn)
 			continue;
+		if (base) {
+			if (!placed[sym.st_shndx] || sym.st_value > UINT64_MAX - base[sym.st_shndx])
+				continue;
+			sym.st_value += base[sym.st_shndx];
+			sym.st_size = 0;
+		}
 		if (type == STT_NOTYPE) {
 			if (!exec[sym.st_shndx])
 				continue;
@@ -136,4 +148,84 @@ int rs_symelf_load(Elf *elf, unsigned sh_type, struct rs_symindex *ix)
 	}
 	free(exec);
 	return err ? err : added;
+}
+
+int rs_symelf_load(Elf *elf, unsigned sh_type, struct rs_symindex *ix)
+{
+	return load(elf, sh_type, NULL, NULL, ix);
+}
+
+bool rs_symelf_relocatable(Elf *elf)
+{
+	GElf_Ehdr eh;
+
+	return gelf_getehdr(elf, &eh) && eh.e_type == ET_REL;
+}
+
+/* "NAME=HEX": the name's length and the value, or 0 when the item is not that. */
+static size_t layout_item(const char *p, size_t len, uint64_t *value)
+{
+	const char *eq = memchr(p, '=', len), *h;
+	uint64_t v = 0;
+
+	if (!eq || eq == p)
+		return 0;
+	h = eq + 1;
+	if (h + 2 <= p + len && h[0] == '0' && (h[1] == 'x' || h[1] == 'X'))
+		h += 2;
+	if (h == p + len)
+		return 0;
+	for (; h < p + len; h++) {
+		int d = rs_hexval(*h);
+
+		if (d < 0 || v >> 56)
+			return 0;
+		v = v << 4 | (unsigned)d;
+	}
+	*value = v;
+	return (size_t)(eq - p);
+}
+
+int rs_symelf_load_placed(Elf *elf, const char *layout, struct rs_symindex *ix)
+{
+	size_t nscn, shstrndx;
+	uint64_t *base;
+	uint8_t *placed;
+	int ret, nplaced = 0;
+
+	if (elf_getshdrnum(elf, &nscn) < 0 || elf_getshdrstrndx(elf, &shstrndx) < 0)
+		return -RELSTACK_ECORRUPT;
+	base = calloc(nscn ? nscn : 1, sizeof(*base));
+	placed = calloc(nscn ? nscn : 1, 1);
+	if (!base || !placed) {
+		free(base);
+		free(placed);
+		return -ENOMEM;
+	}
+	for (const char *p = layout; *p;) {
+		size_t len = strcspn(p, " \t"), nl;
+		uint64_t v;
+
+		if (len && (nl = layout_item(p, len, &v))) {
+			for (size_t i = 1; i < nscn; i++) {
+				Elf_Scn *scn = elf_getscn(elf, i);
+				GElf_Shdr sh;
+				const char *name;
+
+				if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
+				    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strlen(name) != nl ||
+				    memcmp(name, p, nl))
+					continue;
+				base[i] = v;
+				placed[i] = 1;
+				nplaced++;
+			}
+		}
+		p += len;
+		p += strspn(p, " \t");
+	}
+	ret = nplaced ? load(elf, SHT_SYMTAB, base, placed, ix) : 0;
+	free(base);
+	free(placed);
+	return ret;
 }

@@ -47,6 +47,16 @@ int rs_read_file(const char *path, size_t max, char **buf, size_t *len);
  */
 int rs_symelf_load(Elf *elf, unsigned sh_type, struct rs_symindex *ix);
 
+/*
+ * A relocatable file (a kernel module's .ko): its executable sections
+ * placed as @layout says ("SECTION=OFFSET_HEX ...", the kernel's module
+ * table), the .symtab code symbols of those sections added at their
+ * section's offset plus their value, unsized.  Sections the layout does
+ * not name are left out.  Returns the number added, or -errno.
+ */
+int rs_symelf_load_placed(Elf *elf, const char *layout, struct rs_symindex *ix);
+bool rs_symelf_relocatable(Elf *elf);
+
 /* Whether @elf has a section of type @sh_type / a .debug_info section. */
 bool rs_symelf_has_type(Elf *elf, unsigned sh_type);
 bool rs_symelf_has_dwarf(Elf *elf);

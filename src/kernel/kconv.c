@@ -21,8 +21,25 @@
  *
  * Records are written in time order per flush: the batch of every CPU's
  * pages read in one round is sorted by time stamp first.
+ *
+ * Relative stacks (kernel_stack_rel, the event of linux/patches) are
+ * words already: each is translated by the bit layout its own fields
+ * give (rs_kstack_rel_encode()), and its verdict is the kernel's.  A
+ * layout, a reliable value or a size that no kernel writes stops the
+ * conversion with a message naming the field (rs_kconv_error()).  The
+ * module-load event of the same patches (a "module" event with index,
+ * name, build_id, text_size and sections fields) gives a module its slot
+ * when the table given to rs_kconv_module_table() does not have it yet.
+ *
+ * Standalone stacks (rs_kconv_standalone()): every stack event is a
+ * record of its own, at its own time stamp, as the kernel's text shows
+ * it; for data whose triggers this converter did not set up, where
+ * pairing a stack with the event before it could join the wrong ones.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,6 +96,19 @@ struct kent {
 	struct relstack_verdict v;
 };
 
+/* Where the fields of kernel_stack_rel lie in its events (checked against the format when found). */
+struct relfmt {
+	int id;
+	bool refused;  /* its format is not the patches': its events stop the conversion */
+	uint16_t size, reliable, module_bit, index_shift, index_bits, caller;
+};
+
+/* The module-load event's fields: index and text_size numbers, the others __data_loc. */
+struct modfmt {
+	int id;
+	uint16_t index, text_size, name, build_id, sections;
+};
+
 struct pending {
 	bool used;
 	int pid;
@@ -97,6 +127,13 @@ struct rs_kconv {
 	bool every_event;     /* no ids given: each event type gets its schema when first seen */
 	int stack_id, load_id, free_id;
 	int stack_size_off, stack_caller_off;
+	struct relfmt rel;
+	struct modfmt mod;
+	struct rs_ktab *kt_rel;  /* modules of load events go here */
+	bool standalone;
+	int kmod_rs_id;          /* the kernel_module records' schema, once defined */
+	struct rs_krel_stats krel;
+	char err[320];
 	unsigned char *page;  /* a copy with room after it: kbuffer may read a header past the last event */
 	size_t page_cap;
 	struct pending *pend; /* per CPU */
@@ -139,8 +176,8 @@ static struct plan *plan_of(struct rs_kconv *c, int id)
 	for (unsigned i = 0; i < c->nplans; i++)
 		if (c->plans[i].id == id)
 			return &c->plans[i];
-	if (!c->every_event || id == c->stack_id || id == c->load_id || id == c->free_id ||
-	    !(ev = tep_find_event(c->tep, id)))
+	if (!c->every_event || ((id == c->stack_id || id == c->rel.id) && !c->standalone) || id == c->load_id ||
+	    id == c->free_id || !(ev = tep_find_event(c->tep, id)))
 		return NULL;
 	if (grow((void **)&c->plans, &c->capplans, c->nplans, sizeof(*c->plans), 16) < 0)
 		return NULL;
@@ -193,6 +230,66 @@ static int define_plan(struct rs_kconv *c, struct tep_event *ev, struct plan *p)
 	return p->rs_id < 0 ? p->rs_id : 0;
 }
 
+/* A field of @ev that is @size bytes (0: any) with @flags among its flags: its offset, or -1. */
+static int field_at(struct tep_event *ev, const char *name, int size, unsigned long flags)
+{
+	struct tep_format_field *f = tep_find_field(ev, name);
+
+	if (!f || f->offset < 0 || f->offset > 0xffff || (size && f->size != size) || (f->flags & flags) != flags)
+		return -1;
+	return f->offset;
+}
+
+/*
+ * kernel_stack_rel and the module-load event, when the formats have them:
+ * a format whose fields are not what the patches write is named in c->err
+ * and its events refused.
+ */
+static void find_rel_events(struct rs_kconv *c)
+{
+	struct tep_event *ev = tep_find_event_by_name(c->tep, "ftrace", "kernel_stack_rel");
+	struct tep_event **all = tep_list_events(c->tep, TEP_EVENT_SORT_ID);
+	static const char *const u8s[] = { "reliable", "module_bit", "index_shift", "index_bits" };
+	int off[6];
+
+	c->rel.id = c->mod.id = -1;
+	if (ev) {
+		struct tep_format_field *cf = tep_find_field(ev, "caller");
+
+		if ((off[0] = field_at(ev, "size", 4, 0)) < 0)
+			snprintf(c->err, sizeof(c->err), "format of kernel_stack_rel: field size is not a 4-byte int");
+		for (unsigned i = 0; i < 4; i++)
+			if ((off[i + 1] = field_at(ev, u8s[i], 1, 0)) < 0 && !c->err[0])
+				snprintf(c->err, sizeof(c->err), "format of kernel_stack_rel: field %s is not one byte",
+					 u8s[i]);
+		off[5] = cf && (cf->flags & TEP_FIELD_IS_ARRAY) && cf->elementsize == 8 && cf->offset >= 0 &&
+				 cf->offset < 0xffff ? cf->offset : -1;
+		if (off[5] < 0 && !c->err[0])
+			snprintf(c->err, sizeof(c->err), "format of kernel_stack_rel: field caller is not an array of "
+				 "8-byte words");
+		c->rel = (struct relfmt){ ev->id, c->err[0] != 0, (uint16_t)off[0], (uint16_t)off[1],
+					  (uint16_t)off[2], (uint16_t)off[3], (uint16_t)off[4], (uint16_t)off[5] };
+	}
+	for (size_t i = 0; all && all[i]; i++) {
+		ev = all[i];
+		if (strcmp(ev->system, "module") || !tep_find_field(ev, "sections"))
+			continue;
+		off[0] = field_at(ev, "index", 4, 0);
+		off[1] = field_at(ev, "text_size", 4, 0);
+		off[2] = field_at(ev, "name", 4, TEP_FIELD_IS_DYNAMIC);
+		off[3] = field_at(ev, "build_id", 4, TEP_FIELD_IS_DYNAMIC);
+		off[4] = field_at(ev, "sections", 4, TEP_FIELD_IS_DYNAMIC);
+		if (off[0] < 0 || off[1] < 0 || off[2] < 0 || off[3] < 0 || off[4] < 0) {
+			if (!c->err[0])
+				snprintf(c->err, sizeof(c->err), "format of module:%s: expected fields index, text_size "
+					 "(4 bytes) and name, build_id, sections (__data_loc)", ev->name);
+			continue;
+		}
+		c->mod = (struct modfmt){ ev->id, (uint16_t)off[0], (uint16_t)off[1], (uint16_t)off[2],
+					  (uint16_t)off[3], (uint16_t)off[4] };
+	}
+}
+
 struct rs_kconv *rs_kconv_new(struct tep_handle *tep, const struct rs_ktab *kt, struct relstack_recorder *rec,
 			      const int *ids, unsigned nids, unsigned stack_depth)
 {
@@ -224,6 +321,8 @@ struct rs_kconv *rs_kconv_new(struct tep_handle *tep, const struct rs_ktab *kt, 
 			c->stack_id = se->id;
 		}
 	}
+	c->kmod_rs_id = -1;
+	find_rel_events(c);
 	for (unsigned i = 0; i < nids; i++) {
 		struct tep_event *ev = tep_find_event(tep, ids[i]);
 
@@ -254,6 +353,26 @@ void rs_kconv_free(struct rs_kconv *c)
 	free(c->order);
 	free(c->page);
 	free(c);
+}
+
+const char *rs_kconv_error(const struct rs_kconv *c)
+{
+	return c->err[0] ? c->err : NULL;
+}
+
+void rs_kconv_standalone(struct rs_kconv *c)
+{
+	c->standalone = true;
+}
+
+void rs_kconv_module_table(struct rs_kconv *c, struct rs_ktab *kt)
+{
+	c->kt_rel = kt;
+}
+
+void rs_kconv_rel_stats(const struct rs_kconv *c, struct rs_krel_stats *st)
+{
+	*st = c->krel;
 }
 
 void rs_kconv_module_events(struct rs_kconv *c, int load_id, int free_id, struct rs_ktab *kt)
@@ -366,6 +485,170 @@ static void take_stack(struct rs_kconv *c, const uint8_t *data, size_t size, str
 	c->st.reliable += e->v.reasons == 0;
 }
 
+__attribute__((format(printf, 3, 4))) static int conv_error(struct rs_kconv *c, uint64_t ts, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(c->err, sizeof(c->err), "kernel_stack_rel event at %llu ns: %s", (unsigned long long)ts, why);
+	return -EINVAL;
+}
+
+static int take_stack_rel(struct rs_kconv *c, const uint8_t *data, size_t size, uint64_t ts, struct kev *e)
+{
+	const struct relfmt *r = &c->rel;
+	struct rs_krel_layout l;
+	uint64_t kw[KWORDS_MAX];
+	char why[160];
+	int32_t n;
+	size_t avail, use;
+
+	if (r->refused)
+		return -EINVAL; /* c->err says why */
+	if (size < (size_t)r->caller || size <= r->size + 4u || size <= r->reliable || size <= r->module_bit ||
+	    size <= r->index_shift || size <= r->index_bits)
+		return conv_error(c, ts, "%zu bytes, shorter than its fields", size);
+	l = (struct rs_krel_layout){ data[r->module_bit], data[r->index_shift], data[r->index_bits] };
+	if (rs_krel_layout_check(&l, 64, why, sizeof(why)) < 0)
+		return conv_error(c, ts, "%s", why);
+	if (data[r->reliable] > 2)
+		return conv_error(c, ts, "reliable %u (expected 0, 1 or 2)", data[r->reliable]);
+	memcpy(&n, data + r->size, 4);
+	avail = (size - r->caller) / 8;
+	if (n < 0 || (size_t)n > avail)
+		return conv_error(c, ts, "size %d, but the event holds %zu words", n, avail);
+	use = (size_t)n < c->depth ? (size_t)n : c->depth;
+	memcpy(kw, data + r->caller, use * 8);
+	e->nwords = (uint32_t)rs_kstack_rel_encode(c->kt_rel ? c->kt_rel : c->kt, &l, kw, use, data[r->reliable],
+						   (size_t)n > use, e->words, KWORDS_MAX, &e->v, &c->krel);
+	c->st.stacks++;
+	c->st.reliable += e->v.reasons == 0;
+	return 0;
+}
+
+/* A __data_loc field of @data (offset in the low 16 bits, length in the high): its bytes, or NULL. */
+static const char *data_loc(const uint8_t *data, size_t size, uint16_t off, size_t *len)
+{
+	uint32_t v;
+
+	if ((size_t)off + 4 > size)
+		return NULL;
+	memcpy(&v, data + off, 4);
+	if ((v & 0xffff) + (v >> 16) > size)
+		return NULL;
+	*len = v >> 16;
+	return (const char *)data + (v & 0xffff);
+}
+
+/* The kernel_module record of slot @slot at @ts: the module's sections for the decoder. */
+static int module_record(struct rs_kconv *c, const struct rs_ktab *kt, unsigned slot, uint64_t ts)
+{
+	struct kmodrec {
+		uint32_t slot, index;
+		uint64_t text_size;
+		char name[RS_KMODNAME_MAX];
+		char sections[RS_KSECTIONS_MAX];
+	} f;
+	static const struct relstack_event_field rf[] = {
+		{ "slot", offsetof(struct kmodrec, slot), 4, RELSTACK_FIELD_UNSIGNED },
+		{ "index", offsetof(struct kmodrec, index), 4, RELSTACK_FIELD_UNSIGNED },
+		{ "text_size", offsetof(struct kmodrec, text_size), 8, RELSTACK_FIELD_HEX },
+		{ "name", offsetof(struct kmodrec, name), RS_KMODNAME_MAX, RELSTACK_FIELD_STRING },
+		{ "sections", offsetof(struct kmodrec, sections), RS_KSECTIONS_MAX, RELSTACK_FIELD_STRING },
+	};
+	const struct relstack_object *o = rs_ktab_object(kt, slot);
+	struct kent *e;
+	int64_t index;
+
+	if (!o || !c->rec)
+		return 0;
+	if (c->kmod_rs_id < 0) {
+		c->kmod_rs_id = relstack_recorder__define_event(c->rec, RS_KMODULE_EVENT, rf, RS_ARRAY_SIZE(rf),
+								 sizeof(f));
+		if (c->kmod_rs_id < 0)
+			return c->kmod_rs_id;
+	}
+	index = rs_ktab_index_of_slot(kt, slot);
+	memset(&f, 0, sizeof(f));
+	f.slot = slot;
+	f.index = (uint32_t)index;
+	f.text_size = o->text_size;
+	snprintf(f.name, sizeof(f.name), "%.*s", RS_KMODNAME_MAX - 1, o->path);
+	snprintf(f.sections, sizeof(f.sections), "%s", rs_ktab_sections(kt, slot));
+	e = batch_add(c, sizeof(*e) + fields_room(sizeof(f)));
+	if (!e)
+		return -ENOMEM;
+	*e = (struct kent){ ts, c->kmod_rs_id, sizeof(f), 0, { 0 } };
+	memcpy(e + 1, &f, sizeof(f));
+	c->order[c->nbatch - 1].ts = ts;
+	return 0;
+}
+
+int rs_kconv_write_modules(struct rs_kconv *c, const struct rs_ktab *kt)
+{
+	for (unsigned s = 1; s < rs_ktab_count(kt); s++) {
+		int ret = module_record(c, kt, s, 0);
+
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* A module-load event of the patches: a module the table does not know takes a slot. */
+static int take_module(struct rs_kconv *c, const uint8_t *data, size_t size, uint64_t ts)
+{
+	const struct modfmt *m = &c->mod;
+	const char *name, *bid, *sec;
+	size_t nl, bl, sl, len = 0;
+	char line[1024], why[300];
+	struct rs_kmodule km;
+	uint32_t index, text_size;
+	int slot;
+
+	if (size < (size_t)m->index + 4 || size < (size_t)m->text_size + 4 ||
+	    !(name = data_loc(data, size, m->name, &nl)) || !(bid = data_loc(data, size, m->build_id, &bl)) ||
+	    !(sec = data_loc(data, size, m->sections, &sl))) {
+		snprintf(c->err, sizeof(c->err), "module load event at %llu ns: a field lies beyond its %zu bytes",
+			 (unsigned long long)ts, size);
+		return -EINVAL;
+	}
+	memcpy(&index, data + m->index, 4);
+	memcpy(&text_size, data + m->text_size, 4);
+	/* as a line of the module table, so that one parser checks both */
+	nl = strnlen(name, nl);
+	sl = strnlen(sec, sl);
+	len = (size_t)snprintf(line, sizeof(line), "%u %.*s ", index, (int)(nl < 100 ? nl : 100), name);
+	for (size_t i = 0; i < bl && i < RELSTACK_BUILD_ID_MAX + 1 && len + 3 < sizeof(line); i++)
+		len += (size_t)snprintf(line + len, sizeof(line) - len, "%02x", (uint8_t)bid[i]);
+	snprintf(line + len, sizeof(line) - len, "%s %x live %.*s", bl ? "" : "-", text_size,
+		 (int)(sl < 700 ? sl : 700), sec);
+	if (rs_kmodtab_parse(line, strlen(line), &km, 1, why, sizeof(why)) != 1) {
+		snprintf(c->err, sizeof(c->err), "module load event at %llu ns: %s", (unsigned long long)ts,
+			 why + (strncmp(why, "line 1: ", 8) ? 0 : 8));
+		return -EINVAL;
+	}
+	if (!c->kt_rel || rs_ktab_slot_of_index(c->kt_rel, km.index) >= 0)
+		return 0;
+	slot = rs_ktab_add_module(c->kt_rel, &km);
+	if (slot == -ENOSPC)
+		return 0; /* counted: its words are UNKNOWN */
+	if (slot < 0)
+		return slot;
+	if (c->rec) {
+		size_t isz;
+		unsigned cap;
+		void *img = rs_recorder_objtab_image(c->rec, &isz, &cap);
+
+		if (img)
+			rs_ktab_publish(c->kt_rel, img, cap);
+	}
+	return module_record(c, c->kt_rel, (unsigned)slot, ts);
+}
+
 int rs_kconv_page(struct rs_kconv *c, const void *page, size_t size, unsigned cpu)
 {
 	unsigned long long ts;
@@ -422,12 +705,40 @@ int rs_kconv_event(struct rs_kconv *c, const void *data, size_t size, unsigned c
 	p = &c->pend[cpu];
 	memcpy(&type, data, 2);
 	memcpy(&pid, (const char *)data + 4, 4);
-	if (type == c->stack_id && c->stack_id >= 0) {
-		if (size < (size_t)c->stack_caller_off || !p->used || p->pid != pid || p->ev.nwords) {
+	if (type == c->mod.id && c->mod.id >= 0) {
+		int ret = take_module(c, data, size, ts);
+
+		if (ret < 0)
+			return ret;
+	}
+	if ((type == c->stack_id && c->stack_id >= 0) || (type == c->rel.id && c->rel.id >= 0)) {
+		bool rel = type == c->rel.id;
+		int ret = 0;
+
+		if (c->standalone) {
+			/* a record of its own: its fields, then its stack */
+			if (release(c, p) < 0)
+				return -ENOMEM;
+			if (!(pl = plan_of(c, type))) {
+				c->orphan_stacks++; /* an event type the caller did not ask for */
+				return 0;
+			}
+			p->used = true;
+			p->pid = pid;
+			take_fields(c, pl, data, size, cpu, pid, ts, &p->ev);
+		} else if (!p->used || p->pid != pid || p->ev.nwords ||
+			   (!rel && size < (size_t)c->stack_caller_off)) {
 			c->orphan_stacks++;
 			return 0;
 		}
-		take_stack(c, data, size, &p->ev);
+		if (rel)
+			ret = take_stack_rel(c, data, size, ts, &p->ev);
+		else if (size >= (size_t)c->stack_caller_off)
+			take_stack(c, data, size, &p->ev);
+		if (ret < 0) {
+			p->used = false;
+			return ret;
+		}
 		return release(c, p) < 0 ? -ENOMEM : 1;
 	}
 	if ((pl = plan_of(c, type))) {
@@ -436,6 +747,8 @@ int rs_kconv_event(struct rs_kconv *c, const void *data, size_t size, unsigned c
 		p->used = true;
 		p->pid = pid;
 		take_fields(c, pl, data, size, cpu, pid, ts, &p->ev);
+		if (c->standalone && release(c, p) < 0)
+			return -ENOMEM;
 	} else if ((type == c->load_id || type == c->free_id) && c->kt_mut) {
 		/* a module came or went: its slot, before any stack of it is relativised */
 		if (rs_ktab_scan_modules(c->kt_mut) > 0 && c->rec) {

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "decode/symbolize.h"
 #include "relstack/entry.h"
 #include "relstack/unwind.h"
 
@@ -120,6 +121,108 @@ void rs_ktab_publish(const struct rs_ktab *kt, void *image, unsigned cap);
 size_t rs_kstack_encode(const struct rs_ktab *kt, const uint64_t *addrs, size_t n, bool truncated,
 			uint64_t *words, size_t cap, struct relstack_verdict *v);
 
+/* ---- relative kernel stacks (the kernel_stack_rel event of linux/patches) ---- */
+
+/*
+ * The bit layout a kernel_stack_rel event carries in its fields: read
+ * from every event, never assumed.  A word with bit @module_bit clear is
+ * an offset from _stext; set, bits @index_shift.. (@index_bits wide) are
+ * the module's index in the kernel's module table and the bits below
+ * the offset from the module's core text.  The index of all ones is the
+ * kernel's marker index: END is the word of all ones, NO_TEXT (an
+ * address in no text) the one below it.
+ */
+struct rs_krel_layout {
+	unsigned module_bit, index_shift, index_bits;
+};
+
+#define RS_KREL_INDEX_BITS_MAX 20u
+#define RS_KSECTIONS_MAX 640  /* "SECTION=OFFSET_HEX ..." of one module, NUL included */
+#define RS_KMODNAME_MAX 56    /* the kernel's MODULE_NAME_LEN */
+
+/*
+ * Check a layout for @word_bits-bit words.  Returns 0, or -EINVAL with a
+ * message naming the field in @err: module_bit beyond the word,
+ * index_bits 0 or above RS_KREL_INDEX_BITS_MAX, index_shift 0, the index
+ * reaching the module bit.
+ */
+int rs_krel_layout_check(const struct rs_krel_layout *l, unsigned word_bits, char *err, size_t errsz);
+
+/* A module of the kernel's module table (file or module-load event): no address. */
+struct rs_kmodule {
+	uint32_t index;               /* never reused in a boot */
+	char name[RS_KMODNAME_MAX];
+	uint8_t bid[RELSTACK_BUILD_ID_MAX];
+	size_t bid_len;
+	uint64_t text_size;
+	bool gone;                    /* unloaded since */
+	char sections[RS_KSECTIONS_MAX]; /* executable sections of its core text and their offsets */
+};
+
+/*
+ * Parse the kernel's module table text ("INDEX NAME BUILD_ID TEXT_SIZE
+ * STATE [SECTION=OFFSET]..." per line, numbers in hex but INDEX) into
+ * @out (at most @max).  Returns the number of modules, or -EINVAL with
+ * "line N: what is wrong" in @err.
+ */
+int rs_kmodtab_parse(const char *buf, size_t len, struct rs_kmodule *out, size_t max, char *err, size_t errsz);
+
+/*
+ * Check a "SECTION=OFFSET_HEX ..." list against a text of @text_size
+ * bytes: section names start with '.', offsets lie in the text, no name
+ * twice.  0, or -EINVAL with the message in @err.
+ */
+int rs_ksections_check(const char *sections, uint64_t text_size, char *err, size_t errsz);
+
+/*
+ * A table for stacks that are relative already: slot 0 the core kernel
+ * (base _stext; its text size unknown, so every offset the word format
+ * holds), with @bid as its build-id.  Modules come with
+ * rs_ktab_add_module().  When @syms is given (absolute stacks of the same
+ * data), its text and verdict facts are used as rs_ktab_new() does.
+ */
+struct rs_ktab *rs_ktab_new_rel(const struct rs_ksyms *syms, const uint8_t *bid, size_t bid_len);
+
+/*
+ * Give module @m (by its kernel index) a slot: loaded, or unloaded when
+ * m->gone, and valid for every record the table's relative words name
+ * (an index is never reused in a boot).  A second add of an index keeps
+ * the first.  Returns the slot, -EEXIST for an index already known,
+ * -ENOSPC when the table is full (counted: its words become UNKNOWN).
+ */
+int rs_ktab_add_module(struct rs_ktab *kt, const struct rs_kmodule *m);
+
+/* The slot of kernel module index @index, or -1. */
+int rs_ktab_slot_of_index(const struct rs_ktab *kt, uint32_t index);
+/* The kernel index of module slot @slot, or -1. */
+int64_t rs_ktab_index_of_slot(const struct rs_ktab *kt, unsigned slot);
+/* The section list of a module slot ("" when unknown). */
+const char *rs_ktab_sections(const struct rs_ktab *kt, unsigned slot);
+
+struct rs_krel_stats {
+	uint64_t unknown_index; /* module words whose index no module of the table has */
+	uint64_t beyond_text;   /* words whose offset lies beyond their object's text */
+	uint64_t no_text;       /* NO_TEXT markers and unknown marker words */
+};
+
+/*
+ * Turn the words of a kernel_stack_rel event (innermost first) into
+ * entry words of @kt, with a verdict from the event's @reliable field
+ * (0 not checked, 1 reliable, 2 refused by the kernel; the caller checks
+ * it is one of those).  A word is translated only from @l: a core word
+ * becomes slot 0 at its offset, a module word the module's slot; a
+ * marker, an index no module has, an offset beyond its text become
+ * UNKNOWN (counted in @st).  The trace is reliable only when the kernel
+ * said so, its END came, nothing after it, no word is UNKNOWN and
+ * nothing was cut (@truncated, or @cap); it then ends with END.
+ * Otherwise the reasons: RELSTACK_UNRELIABLE_UNCHECKED, _KERNEL_REFUSED,
+ * _UNKNOWN_TEXT, _TRUNCATED, _END_UNPROVEN.  @cap must be at least 2.
+ * Returns the number of words.
+ */
+size_t rs_kstack_rel_encode(const struct rs_ktab *kt, const struct rs_krel_layout *l, const uint64_t *kw, size_t n,
+			    unsigned reliable, bool truncated, uint64_t *words, size_t cap, struct relstack_verdict *v,
+			    struct rs_krel_stats *st);
+
 /* ---- the tracefs recorder ---- */
 
 #define RS_KINSTANCE_PREFIX "relstack-"
@@ -197,6 +300,20 @@ int rs_kconv_flush(struct rs_kconv *c);
 /* The end of the pages: events still waiting for their stack are written without one, then flushed. */
 int rs_kconv_finish(struct rs_kconv *c);
 void rs_kconv_stats(const struct rs_kconv *c, struct rs_krecord_stats *st);
+/* What stopped the conversion (a format or an event no kernel writes), or NULL. */
+const char *rs_kconv_error(const struct rs_kconv *c);
+/* Every stack event becomes a record of its own instead of joining the event before it. */
+void rs_kconv_standalone(struct rs_kconv *c);
+/* Module-load events of the relative-stacktrace patches add their modules to @kt, used for relative stacks. */
+void rs_kconv_module_table(struct rs_kconv *c, struct rs_ktab *kt);
+/*
+ * One RS_KMODULE_EVENT record (decode/symbolize.h) per module slot of
+ * @kt, at time 0, for the decoder: the module's sections, with its
+ * index, name and text size.  0 or -errno.
+ */
+int rs_kconv_write_modules(struct rs_kconv *c, const struct rs_ktab *kt);
+void rs_kconv_rel_stats(const struct rs_kconv *c, struct rs_krel_stats *st);
+
 /* The module events' ids, so that a module load or free re-scans the table. */
 void rs_kconv_module_events(struct rs_kconv *c, int load_id, int free_id, struct rs_ktab *kt);
 
@@ -208,5 +325,33 @@ void rs_kconv_module_events(struct rs_kconv *c, int load_id, int free_id, struct
  * file carries.  Returns records written, or -errno with a message.
  */
 int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t errbuf_sz);
+
+/* ---- raw tracefs output (a directory of pages, formats and the module table) ---- */
+
+#define KRAW_CPUS_MAX 1024u
+
+struct rs_kraw_opts {
+	const char *dir;       /* header_page, events/SYSTEM/EVENT/format, per_cpu/cpuN/trace_pipe_raw, ... */
+	const char *output;    /* the relstack buffer file */
+	const char *kallsyms;  /* for absolute stacks; NULL: DIR/kallsyms when there is one */
+	char *errbuf;          /* one line on failure */
+	size_t errbuf_sz;
+};
+
+struct rs_kraw_stats {
+	uint64_t events;        /* records written (stacks are records of their own) */
+	uint64_t stacks, reliable, lost, pages;
+	unsigned cpus;
+	uint64_t modules;       /* module slots: the module table's and the load events' */
+	uint64_t modules_full;  /* modules that found no slot */
+	uint64_t unknown_index, beyond_text, no_text; /* words written as UNKNOWN, by cause */
+};
+
+/*
+ * Convert the raw tracefs output under o->dir (raw-import.c says what
+ * it holds) into the buffer file o->output.  Returns 0, or -errno with
+ * a line naming the file and what is wrong in o->errbuf.
+ */
+int rs_kimport_raw(const struct rs_kraw_opts *o, struct rs_kraw_stats *st);
 
 #endif

@@ -51,7 +51,14 @@ struct rs_ktab {
 	struct krange *cls;         /* base and interrupt functions, by start */
 	size_t ncls;
 	uint64_t epoch, full;
+	/* relative stacks: the kernel's module index of each module slot, by index */
+	struct kindex { uint32_t index, slot; } byindex[KTAB_SLOTS];
+	unsigned nbyindex;
+	char (*sections)[RS_KSECTIONS_MAX]; /* per slot, allocated with the first module */
 };
+
+/* The epoch of every relative word: an index names one module for the whole boot. */
+#define KREL_EPOCH 1u
 
 /* Where a task's kernel stack starts: the last frame of a whole stack. */
 static const char *const base_names[] = {
@@ -194,10 +201,190 @@ struct rs_ktab *rs_ktab_new(const struct rs_ksyms *syms, const uint8_t *bid, siz
 	return kt;
 }
 
+struct rs_ktab *rs_ktab_new_rel(const struct rs_ksyms *syms, const uint8_t *bid, size_t bid_len)
+{
+	struct relstack_object *o;
+	struct rs_ktab *kt;
+
+	if (syms)
+		return rs_ktab_new(syms, bid, bid_len, "/nonexistent");
+	kt = calloc(1, sizeof(*kt));
+	if (!kt)
+		return NULL;
+	strcpy(kt->root, "/nonexistent");
+	relstack_format_native(&kt->fmt);
+	kt->unknown = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_UNKNOWN);
+	kt->end = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_END);
+	kt->epoch = KREL_EPOCH;
+	o = &kt->obj[0];
+	o->state = RELSTACK_OBJECT_LOADED;
+	o->base = RELSTACK_BASE_STEXT;
+	o->flags = RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_KERNEL;
+	strcpy(o->path, "vmlinux");
+	o->build_id_len = (uint32_t)(bid_len < RELSTACK_BUILD_ID_MAX ? bid_len : RELSTACK_BUILD_ID_MAX);
+	if (o->build_id_len)
+		memcpy(o->build_id, bid, o->build_id_len);
+	/* the core's end is not in the data: every offset a main word holds (System.map's _etext bounds names) */
+	o->text_size = 1ull << kt->fmt.main_offset_bits;
+	o->load_epoch = KREL_EPOCH;
+	kt->n = 1;
+	return kt;
+}
+
+int rs_ktab_slot_of_index(const struct rs_ktab *kt, uint32_t index)
+{
+	unsigned lo = 0, hi = kt->nbyindex;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (kt->byindex[mid].index == index)
+			return (int)kt->byindex[mid].slot;
+		if (kt->byindex[mid].index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+int64_t rs_ktab_index_of_slot(const struct rs_ktab *kt, unsigned slot)
+{
+	for (unsigned i = 0; i < kt->nbyindex; i++)
+		if (kt->byindex[i].slot == slot)
+			return kt->byindex[i].index;
+	return -1;
+}
+
+const char *rs_ktab_sections(const struct rs_ktab *kt, unsigned slot)
+{
+	return kt->sections && slot < kt->n ? kt->sections[slot] : "";
+}
+
+int rs_ktab_add_module(struct rs_ktab *kt, const struct rs_kmodule *m)
+{
+	struct relstack_object *o;
+	unsigned s, i;
+
+	if (rs_ktab_slot_of_index(kt, m->index) >= 0)
+		return -EEXIST;
+	if (kt->n == KTAB_SLOTS) {
+		kt->full++;
+		return -ENOSPC;
+	}
+	if (!kt->sections && !(kt->sections = calloc(KTAB_SLOTS, sizeof(*kt->sections))))
+		return -ENOMEM;
+	s = kt->n++;
+	o = &kt->obj[s];
+	memset(o, 0, sizeof(*o));
+	o->slot = s;
+	o->state = RELSTACK_OBJECT_LOADED;
+	o->base = RELSTACK_BASE_LOAD_BIAS;
+	o->flags = RELSTACK_OBJECT_KERNEL;
+	snprintf(o->path, sizeof(o->path), "%s", m->name);
+	o->build_id_len = (uint32_t)(m->bid_len < RELSTACK_BUILD_ID_MAX ? m->bid_len : RELSTACK_BUILD_ID_MAX);
+	memcpy(o->build_id, m->bid, o->build_id_len);
+	o->text_size = m->text_size;
+	o->load_epoch = KREL_EPOCH;
+	if (m->gone) {
+		/* after every relative word: they were all made while the index named it */
+		o->state = RELSTACK_OBJECT_UNLOADED;
+		o->unload_epoch = KREL_EPOCH + 1;
+		if (kt->epoch < o->unload_epoch)
+			kt->epoch = o->unload_epoch;
+	}
+	snprintf(kt->sections[s], RS_KSECTIONS_MAX, "%s", m->sections);
+	for (i = kt->nbyindex; i > 0 && kt->byindex[i - 1].index > m->index; i--)
+		kt->byindex[i] = kt->byindex[i - 1];
+	kt->byindex[i] = (struct kindex){ m->index, s };
+	kt->nbyindex++;
+	return (int)s;
+}
+
+int rs_krel_layout_check(const struct rs_krel_layout *l, unsigned word_bits, char *err, size_t errsz)
+{
+	if (l->module_bit >= word_bits)
+		snprintf(err, errsz, "module_bit %u lies beyond the %u-bit word", l->module_bit, word_bits);
+	else if (!l->index_bits || l->index_bits > RS_KREL_INDEX_BITS_MAX)
+		snprintf(err, errsz, "index_bits %u (expected 1..%u)", l->index_bits, RS_KREL_INDEX_BITS_MAX);
+	else if (!l->index_shift)
+		snprintf(err, errsz, "index_shift 0 leaves no bit for a module's offset");
+	else if (l->index_shift + l->index_bits > l->module_bit)
+		snprintf(err, errsz, "index_shift %u + index_bits %u reach module_bit %u", l->index_shift,
+			 l->index_bits, l->module_bit);
+	else
+		return 0;
+	return -EINVAL;
+}
+
+size_t rs_kstack_rel_encode(const struct rs_ktab *kt, const struct rs_krel_layout *l, const uint64_t *kw, size_t n,
+			    unsigned reliable, bool truncated, uint64_t *words, size_t cap, struct relstack_verdict *v,
+			    struct rs_krel_stats *st)
+{
+	/* the caller checked @l: every shift below is within the word */
+	const uint64_t k_end = ~0ull, k_no_text = ~0ull - 1;
+	const uint64_t index_mask = (1ull << l->index_bits) - 1, off_mask = (1ull << l->index_shift) - 1;
+	const uint64_t main_max = 1ull << kt->fmt.main_offset_bits, mod_max = 1ull << kt->fmt.offset_bits;
+	uint32_t reasons = 0;
+	bool end = false;
+	size_t i, out = 0;
+
+	cap--; /* room for END */
+	for (i = 0; i < n && out < cap; i++) {
+		uint64_t w = kw[i], off;
+		int slot;
+
+		if (w == k_end) {
+			end = true;
+			i++;
+			break;
+		}
+		if (w >> l->module_bit == 0) {
+			if (w < main_max && w < kt->obj[0].text_size) {
+				words[out++] = relstack_word_encode(&kt->fmt, 0, w);
+				continue;
+			}
+			st->beyond_text++;
+		} else if (w >> l->module_bit != 1 || (w >> l->index_shift & index_mask) == index_mask ||
+			   (w & ~(1ull << l->module_bit)) >> (l->index_shift + l->index_bits)) {
+			/* a marker (NO_TEXT, or one this decoder does not know), or bits no layout field explains */
+			st->no_text += w == k_no_text || (w >> l->index_shift & index_mask) == index_mask;
+		} else if ((slot = rs_ktab_slot_of_index(kt, (uint32_t)(w >> l->index_shift & index_mask))) < 0) {
+			st->unknown_index++;
+		} else if ((off = w & off_mask) < kt->obj[slot].text_size && off < mod_max) {
+			words[out++] = relstack_word_encode(&kt->fmt, (uint32_t)slot, off);
+			continue;
+		} else {
+			st->beyond_text++;
+		}
+		words[out++] = kt->unknown;
+		reasons |= RELSTACK_UNRELIABLE_UNKNOWN_TEXT;
+	}
+	if (!end && i < n)
+		truncated = true;
+	if (reliable == 0)
+		reasons |= RELSTACK_UNRELIABLE_UNCHECKED;
+	else if (reliable != 1)
+		reasons |= RELSTACK_UNRELIABLE_KERNEL_REFUSED;
+	else if (end && i < n)
+		reasons |= RELSTACK_UNRELIABLE_END_UNPROVEN; /* words after END: not the stack the kernel proved */
+	else if (!end && !truncated)
+		reasons |= RELSTACK_UNRELIABLE_END_UNPROVEN;
+	if (truncated)
+		reasons |= RELSTACK_UNRELIABLE_TRUNCATED;
+	v->reasons = reasons;
+	v->frames = (uint32_t)out;
+	v->epoch = KREL_EPOCH;
+	if (!reasons)
+		words[out++] = kt->end;
+	return out;
+}
+
 void rs_ktab_free(struct rs_ktab *kt)
 {
 	if (!kt)
 		return;
+	free(kt->sections);
 	free(kt->cls);
 	free(kt);
 }

@@ -3,7 +3,9 @@
  * kfixture.h - a kernel for tests and fuzzing of the kernel part: the
  * formats of sched_switch and kernel_stack as the kernel gives them, and
  * a kallsyms text with the functions a verdict looks for.  The addresses
- * are those of the kernel the fuzz seed pages were captured on.
+ * are those of the kernel the fuzz seed pages were captured on.  Then
+ * the two events of linux/patches: kernel_stack_rel (relative words and
+ * the layout that explains them) and the module-load event.
  */
 #ifndef RS_KFIXTURE_H
 #define RS_KFIXTURE_H
@@ -14,6 +16,8 @@
 
 #define KFIX_SCHED_SWITCH_ID 372
 #define KFIX_KERNEL_STACK_ID 4
+#define KFIX_KERNEL_STACK_REL_ID 13
+#define KFIX_MODULE_TEXT_REL_ID 500
 
 static const char kfix_sched_switch_format[] =
 	"name: sched_switch\n"
@@ -48,6 +52,49 @@ static const char kfix_kernel_stack_format[] =
 	"\n"
 	"print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
 
+static const char kfix_kernel_stack_rel_format[] =
+	"name: kernel_stack_rel\n"
+	"ID: 13\n"
+	"format:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
+	"\tfield:unsigned char reliable;\toffset:12;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char module_bit;\toffset:13;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char index_shift;\toffset:14;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char index_bits;\toffset:15;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n"
+	"\n"
+	"print fmt: \"\\t=> %lx\\n\", REC->caller[0]\n";
+
+/* Its fields, for pages made by hand. */
+#define KFIX_REL_SIZE 8
+#define KFIX_REL_RELIABLE 12
+#define KFIX_REL_MODULE_BIT 13
+#define KFIX_REL_INDEX_SHIFT 14
+#define KFIX_REL_INDEX_BITS 15
+#define KFIX_REL_CALLER 16
+
+static const char kfix_module_text_rel_format[] =
+	"name: module_text_rel\n"
+	"ID: 500\n"
+	"format:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"\tfield:unsigned int index;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:1;\n"
+	"\tfield:__data_loc u8[] build_id;\toffset:16;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned int text_size;\toffset:20;\tsize:4;\tsigned:0;\n"
+	"\tfield:__data_loc char[] sections;\toffset:24;\tsize:4;\tsigned:1;\n"
+	"\n"
+	"print fmt: \"%u %s\", REC->index, __get_str(name)\n";
+
 /* The kernel the seed pages came from: its text and the functions a verdict looks for. */
 static const char kfix_kallsyms[] =
 	"ffffffff81000000 T _stext\n"
@@ -63,7 +110,7 @@ static const char kfix_kallsyms[] =
 	"ffffffff83783000 T _sinittext\n"
 	"ffffffff837f8910 T _einittext\n";
 
-/* A parser that knows the two events. */
+/* A parser that knows the four events. */
 static inline struct tep_handle *kfix_tep(void)
 {
 	struct tep_handle *tep = tep_alloc();
@@ -72,7 +119,11 @@ static inline struct tep_handle *kfix_tep(void)
 	tep_set_long_size(tep, 8);
 	tep_set_page_size(tep, 4096);
 	if (tep_parse_format(tep, &ev, kfix_sched_switch_format, sizeof(kfix_sched_switch_format) - 1, "sched") ||
-	    tep_parse_format(tep, &ev, kfix_kernel_stack_format, sizeof(kfix_kernel_stack_format) - 1, "ftrace"))
+	    tep_parse_format(tep, &ev, kfix_kernel_stack_format, sizeof(kfix_kernel_stack_format) - 1, "ftrace") ||
+	    tep_parse_format(tep, &ev, kfix_kernel_stack_rel_format, sizeof(kfix_kernel_stack_rel_format) - 1,
+			     "ftrace") ||
+	    tep_parse_format(tep, &ev, kfix_module_text_rel_format, sizeof(kfix_module_text_rel_format) - 1,
+			     "module"))
 		abort();
 	return tep;
 }

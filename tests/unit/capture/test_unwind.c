@@ -810,6 +810,7 @@ static void reason_strings_are_stable_short_names(void **state)
 		"outside-stack", "misaligned", "not-increasing", "unknown-text",
 		"signal-frame", "async-start", "truncated", "no-fp-object",
 		"end-unproven", "objects-changing", "fp-mismatch", "interrupt-frame",
+		"kernel-refused", "unchecked",
 	};
 
 	for (unsigned i = 0; i < RS_ARRAY_SIZE(names); i++)
@@ -946,10 +947,11 @@ static void random_stack_images_never_fault_and_are_all_classified(void **state)
 	 * comes from the object table;
 	 * FP_MISMATCH, which needs the checker and a frame whose row is on the
 	 * stack pointer, comes now and then, and test_unwind_check.c tests it;
-	 * INTERRUPT_FRAME is for kernel stacks only)
+	 * INTERRUPT_FRAME, KERNEL_REFUSED and UNCHECKED are for kernel stacks only)
 	 */
 	assert_int_equal(seen | RELSTACK_UNRELIABLE_OBJECTS_CHANGING | RELSTACK_UNRELIABLE_FP_MISMATCH |
-				 RELSTACK_UNRELIABLE_INTERRUPT_FRAME,
+				 RELSTACK_UNRELIABLE_INTERRUPT_FRAME | RELSTACK_UNRELIABLE_KERNEL_REFUSED |
+				 RELSTACK_UNRELIABLE_UNCHECKED,
 			 RELSTACK_UNRELIABLE_ALL);
 	assert_true(reliable > 0);
 }
