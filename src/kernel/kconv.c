@@ -547,12 +547,14 @@ static const char *data_loc(const uint8_t *data, size_t size, uint16_t off, size
 static int module_record(struct rs_kconv *c, const struct rs_ktab *kt, unsigned slot, uint64_t ts)
 {
 	struct kmodrec {
+		uint64_t ts_ns;
 		uint32_t slot, index;
 		uint64_t text_size;
 		char name[RS_KMODNAME_MAX];
 		char sections[RS_KSECTIONS_MAX];
 	} f;
 	static const struct relstack_event_field rf[] = {
+		{ "ts_ns", offsetof(struct kmodrec, ts_ns), 8, RELSTACK_FIELD_UNSIGNED },
 		{ "slot", offsetof(struct kmodrec, slot), 4, RELSTACK_FIELD_UNSIGNED },
 		{ "index", offsetof(struct kmodrec, index), 4, RELSTACK_FIELD_UNSIGNED },
 		{ "text_size", offsetof(struct kmodrec, text_size), 8, RELSTACK_FIELD_HEX },
@@ -573,6 +575,7 @@ static int module_record(struct rs_kconv *c, const struct rs_ktab *kt, unsigned 
 	}
 	index = rs_ktab_index_of_slot(kt, slot);
 	memset(&f, 0, sizeof(f));
+	f.ts_ns = ts;
 	f.slot = slot;
 	f.index = (uint32_t)index;
 	f.text_size = o->text_size;
