@@ -33,10 +33,10 @@ static const char kernel_usage[] =
 	"           addresses, build-id) that decodes kernel stacks without kallsyms\n"
 	"  import TRACE.DAT [-o FILE]\n"
 	"           convert a trace-cmd file recorded with -T (stack traces)\n"
-	"  import [--raw] DIR [-o FILE] [--kallsyms FILE]\n"
-	"           convert raw tracefs output: DIR holds header_page,\n"
-	"           events/SYSTEM/EVENT/format, per_cpu/cpuN/trace_pipe_raw, and\n"
-	"           module_table, notes, kallsyms when there are (docs/kernel.md)\n"
+	"  import [--raw] DIR [-o FILE] [--module-table FILE] [--kallsyms FILE]\n"
+	"           convert raw tracefs output: DIR holds per_cpu/cpuN/trace_pipe_raw,\n"
+	"           header_page and events/SYSTEM/EVENT/format (or its parent does),\n"
+	"           and module_table, notes, kallsyms when there are (docs/kernel.md)\n"
 	"\n"
 	"Then: relstack report --symbols vmlinux=System.map FILE.  See relstack(1).\n";
 
@@ -264,9 +264,9 @@ static int cmd_symbols(int argc, char **argv)
 	return ret < 0 ? EXIT_INPUT : 0;
 }
 
-static int import_raw(const char *dir, const char *out, const char *kallsyms)
+static int import_raw(const char *dir, const char *out, const char *kallsyms, const char *modtab)
 {
-	struct rs_kraw_opts o = { .dir = dir, .output = out, .kallsyms = kallsyms };
+	struct rs_kraw_opts o = { .dir = dir, .output = out, .kallsyms = kallsyms, .module_table = modtab };
 	struct rs_kraw_stats st;
 	char err[1024] = "";
 	int ret;
@@ -296,10 +296,11 @@ static int cmd_import(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "kallsyms", required_argument, NULL, 'k' },
+		{ "module-table", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = "relstack-kernel.rsb", *in = NULL, *kallsyms = NULL;
+	const char *out = "relstack-kernel.rsb", *in = NULL, *kallsyms = NULL, *modtab = NULL;
 	bool raw = false;
 	char err[1024] = "";
 	struct stat sb;
@@ -318,6 +319,9 @@ static int cmd_import(int argc, char **argv)
 		case 'k':
 			kallsyms = optarg;
 			break;
+		case 'm':
+			modtab = optarg;
+			break;
 		case 'h':
 			fputs(kernel_usage, stdout);
 			return 0;
@@ -331,10 +335,10 @@ static int cmd_import(int argc, char **argv)
 	if (!in)
 		return usage("import: %s", "missing TRACE.DAT or DIR");
 	if (raw || (stat(in, &sb) == 0 && S_ISDIR(sb.st_mode)))
-		return import_raw(in, out, kallsyms);
-	if (kallsyms)
-		return usage("import: --kallsyms is for a raw directory; a trace-cmd file keeps its own, not '%s'",
-			     kallsyms);
+		return import_raw(in, out, kallsyms, modtab);
+	if (kallsyms || modtab)
+		return usage("import: %s is for a raw directory, not a trace-cmd file",
+			     kallsyms ? "--kallsyms" : "--module-table");
 	ret = rs_kimport(in, out, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "relstack kernel import: %s\n", err[0] ? err : strerror(-ret));

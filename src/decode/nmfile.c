@@ -108,8 +108,29 @@ static unsigned rank_of(char t)
 	return RS_SYMRANK_LOCAL + 4;
 }
 
+/*
+ * Of several kernel symbols at one address, the one kallsyms names
+ * (scripts/kallsyms sorts them so, and the kernel prints the first): not
+ * weak, then not a name the linker script provides (__start_X, __stop_X,
+ * __end_X, __X_start, __X_end), then the fewest leading underscores;
+ * then the order of the file.
+ */
+static unsigned kallsyms_rank(char t, const char *name, size_t len)
+{
+	bool weak = t == 'w' || t == 'W', linker = false;
+	size_t us = 0;
+
+	if (len >= 8 && name[0] == '_' && name[1] == '_')
+		linker = !memcmp(name + 2, "start_", 6) || !memcmp(name + 2, "stop_", 5) ||
+			 !memcmp(name + 2, "end_", 4) || !memcmp(name + len - 6, "_start", 6) ||
+			 !memcmp(name + len - 4, "_end", 4);
+	while (us < len && name[us] == '_')
+		us++;
+	return 127u - (weak ? 64u : 0u) - (linker ? 32u : 0u) - (us < 31 ? (unsigned)us : 31u);
+}
+
 /* One line [p, e).  Returns 1 for a symbol added, 0 for a skipped line, -1 bad, -errno. */
-static int parse_line(const char *p, const char *e, struct rs_symindex *ix, struct rs_nminfo *info)
+static int parse_line(const char *p, const char *e, struct rs_symindex *ix, struct rs_nminfo *info, bool kernel)
 {
 	const char *t0, *t1, *t2, *name;
 	uint64_t addr, size = 0;
@@ -162,12 +183,13 @@ static int parse_line(const char *p, const char *e, struct rs_symindex *ix, stru
 		if (!(e - name == 6 && !memcmp(name, "_stext", 6)))
 			return 0;
 	}
-	int err = rs_symindex_add(ix, addr, size, name, (size_t)(e - name), rank_of(type));
+	int err = rs_symindex_add(ix, addr, size, name, (size_t)(e - name),
+				  kernel ? kallsyms_rank(type, name, (size_t)(e - name)) : rank_of(type));
 
 	return err ? err : 1;
 }
 
-int rs_nmfile_parse(const char *buf, size_t len, struct rs_symindex *ix, struct rs_nminfo *info)
+static int parse(const char *buf, size_t len, struct rs_symindex *ix, struct rs_nminfo *info, bool kernel)
 {
 	const char *p = buf, *end = buf + len;
 
@@ -178,7 +200,7 @@ int rs_nmfile_parse(const char *buf, size_t len, struct rs_symindex *ix, struct 
 		int r;
 
 		info->lines++;
-		r = parse_line(p, e, ix, info);
+		r = parse_line(p, e, ix, info, kernel);
 		if (r < -1)
 			return r;
 		if (r == 1)
@@ -255,4 +277,14 @@ int rs_read_file(const char *path, size_t max, char **bufp, size_t *lenp)
 out:
 	close(fd);
 	return err;
+}
+
+int rs_nmfile_parse(const char *buf, size_t len, struct rs_symindex *ix, struct rs_nminfo *info)
+{
+	return parse(buf, len, ix, info, false);
+}
+
+int rs_nmfile_parse_kernel(const char *buf, size_t len, struct rs_symindex *ix, struct rs_nminfo *info)
+{
+	return parse(buf, len, ix, info, true);
 }

@@ -674,7 +674,8 @@ static void try_map(struct resolve *r, const struct map *m)
 		return;
 	}
 	note_tried(r, m->file);
-	n = rs_nmfile_parse(buf, len, &src->ix, &info);
+	n = obj->base == RELSTACK_BASE_STEXT ? rs_nmfile_parse_kernel(buf, len, &src->ix, &info)
+					      : rs_nmfile_parse(buf, len, &src->ix, &info);
 	free(buf);
 	if (n < 0) {
 		set_error(src, "%s: cannot parse symbol file %s: %s", base_name(obj->path), m->file,

@@ -34,6 +34,8 @@ struct rs_nminfo {
  * Returns the number of symbols added, or -errno.
  */
 int rs_nmfile_parse(const char *buf, size_t len, struct rs_symindex *ix, struct rs_nminfo *info);
+/* The same for the kernel's System.map: of aliases, the symbol the kernel's kallsyms names. */
+int rs_nmfile_parse_kernel(const char *buf, size_t len, struct rs_symindex *ix, struct rs_nminfo *info);
 
 /* Read a whole file (at most @max bytes) into a NUL-terminated buffer. */
 int rs_read_file(const char *path, size_t max, char **buf, size_t *len);

@@ -334,6 +334,7 @@ struct rs_kraw_opts {
 	const char *dir;       /* header_page, events/SYSTEM/EVENT/format, per_cpu/cpuN/trace_pipe_raw, ... */
 	const char *output;    /* the relstack buffer file */
 	const char *kallsyms;  /* for absolute stacks; NULL: DIR/kallsyms when there is one */
+	const char *module_table; /* NULL: DIR/module_table when there is one */
 	char *errbuf;          /* one line on failure */
 	size_t errbuf_sz;
 };

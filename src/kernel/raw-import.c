@@ -6,8 +6,13 @@
  *
  *   DIR/header_page                      the instance's events/header_page
  *   DIR/events/SYSTEM/EVENT/format       the formats of the events in the pages
+ *                                        (both from DIR/.. when DIR has none: the
+ *                                        directory of another instance of the same
+ *                                        kernel, beside the main one)
  *   DIR/per_cpu/cpuN/trace_pipe_raw      the raw pages of CPU N, end to end
- *   DIR/module_table                     the patches' module table (optional)
+ *   DIR/module_table                     the patches' module table (optional; another
+ *                                        file given instead, e.g. the table at the
+ *                                        end of the boot names modules unloaded since)
  *   DIR/notes                            /sys/kernel/notes: the kernel's build-id (optional)
  *   DIR/kallsyms                         /proc/kallsyms, for absolute stacks only (optional)
  *
@@ -50,6 +55,7 @@
 struct raw {
 	const struct rs_kraw_opts *o;
 	char path[PATH_MAX];
+	char fmtdir[PATH_MAX];
 	size_t page_size;
 	struct tep_handle *tep;
 	unsigned cpus[KRAW_CPUS_MAX];
@@ -69,20 +75,40 @@ __attribute__((format(printf, 3, 4))) static int fail(const struct rs_kraw_opts 
 	return err;
 }
 
-/* DIR/@rel into r->path: 0, or -ENAMETOOLONG. */
-static int at(struct raw *r, const char *fmt, ...)
+/* @base/@rel into r->path: 0, or -ENAMETOOLONG. */
+static int vat(struct raw *r, const char *base, const char *fmt, va_list ap)
 {
 	char rel[PATH_MAX];
-	va_list ap;
-	int n;
+	int n = vsnprintf(rel, sizeof(rel), fmt, ap);
 
-	va_start(ap, fmt);
-	n = vsnprintf(rel, sizeof(rel), fmt, ap);
-	va_end(ap);
 	if (n < 0 || (size_t)n >= sizeof(rel) ||
-	    (size_t)snprintf(r->path, sizeof(r->path), "%s/%s", r->o->dir, rel) >= sizeof(r->path))
+	    (size_t)snprintf(r->path, sizeof(r->path), "%s/%s", base, rel) >= sizeof(r->path))
 		return -ENAMETOOLONG;
 	return 0;
+}
+
+/* DIR/@rel */
+__attribute__((format(printf, 2, 3))) static int at(struct raw *r, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vat(r, r->o->dir, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+/* @rel of the directory with the formats: DIR, or its parent (an instance's directory beside the main one) */
+__attribute__((format(printf, 2, 3))) static int fmt_at(struct raw *r, const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vat(r, r->fmtdir, fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 /* A whole small file, NUL-terminated: 0, -ENOENT, -EFBIG or -errno. */
@@ -173,9 +199,14 @@ static int read_header_page(struct raw *r)
 
 	if (at(r, "header_page") < 0)
 		return fail(r->o, -ENAMETOOLONG, "%s: path too long", r->o->dir);
+	snprintf(r->fmtdir, sizeof(r->fmtdir), "%s", r->o->dir);
+	if (access(r->path, F_OK) < 0 && at(r, "..") == 0) {
+		snprintf(r->fmtdir, sizeof(r->fmtdir), "%s", r->path);
+		fmt_at(r, "header_page");
+	}
 	ret = slurp(r->path, SMALL_FILE_MAX, &buf, &len);
 	if (ret < 0)
-		return fail(r->o, ret, "%s: %s (a raw tracefs directory has the instance's events/header_page)",
+		return fail(r->o, ret, "%s: %s (a raw tracefs directory, or its parent, has events/header_page)",
 			    r->path, strerror(-ret));
 	if (header_field(buf, "timestamp", &toff, &tsize) < 0 || toff != 0 || tsize != 8)
 		ret = fail(r->o, -EINVAL, "%s: field timestamp: expected offset 0, size 8", r->path);
@@ -207,8 +238,8 @@ static int read_formats(struct raw *r)
 	DIR *d;
 	int ret = 0, nformats = 0;
 
-	if (at(r, "events") < 0)
-		return fail(r->o, -ENAMETOOLONG, "%s: path too long", r->o->dir);
+	if (fmt_at(r, "events") < 0)
+		return fail(r->o, -ENAMETOOLONG, "%s: path too long", r->fmtdir);
 	snprintf(sysdir, sizeof(sysdir), "%s", r->path);
 	d = opendir(sysdir);
 	if (!d)
@@ -218,14 +249,14 @@ static int read_formats(struct raw *r)
 		struct dirent *ed;
 		DIR *e;
 
-		if (sd->d_name[0] == '.' || at(r, "events/%s", sd->d_name) < 0)
+		if (sd->d_name[0] == '.' || fmt_at(r, "events/%s", sd->d_name) < 0)
 			continue;
 		e = opendir(r->path);
 		while (!ret && e && (ed = readdir(e))) {
 			size_t len;
 			char *buf;
 
-			if (ed->d_name[0] == '.' || at(r, "events/%s/%s/format", sd->d_name, ed->d_name) < 0)
+			if (ed->d_name[0] == '.' || fmt_at(r, "events/%s/%s/format", sd->d_name, ed->d_name) < 0)
 				continue;
 			ret = slurp(r->path, SMALL_FILE_MAX, &buf, &len);
 			if (ret == -ENOENT || ret == -ENOTDIR) {
@@ -247,7 +278,7 @@ static int read_formats(struct raw *r)
 	}
 	closedir(d);
 	if (!ret && !nformats)
-		ret = fail(r->o, -ENOENT, "%s: holds no events/SYSTEM/EVENT/format", r->o->dir);
+		ret = fail(r->o, -ENOENT, "%s: holds no events/SYSTEM/EVENT/format", r->fmtdir);
 	return ret;
 }
 
@@ -371,7 +402,12 @@ static int make_table(struct raw *r, struct rs_ksyms *syms, struct rs_ktab **out
 	*out = rs_ktab_new_rel(ksyms ? syms : NULL, bid, bid_len > 0 ? (size_t)bid_len : 0);
 	if (!*out)
 		return fail(r->o, -errno, "kernel object table: %s", strerror(errno));
-	if (at(r, "module_table") < 0 || (ret = slurp(r->path, SMALL_FILE_MAX, &buf, &len)) == -ENOENT)
+	if (r->o->module_table)
+		snprintf(r->path, sizeof(r->path), "%s", r->o->module_table);
+	else if (at(r, "module_table") < 0)
+		return 0;
+	ret = slurp(r->path, SMALL_FILE_MAX, &buf, &len);
+	if (ret == -ENOENT && !r->o->module_table)
 		return 0;
 	if (ret < 0)
 		return fail(r->o, ret, "%s: %s", r->path, strerror(-ret));

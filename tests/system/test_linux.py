@@ -62,6 +62,7 @@ def run(*args, check=0):
 HEAD = re.compile(r"^\s*.*-(\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?(\d+)\.(\d{6}):\s+<stack trace>")
 FRAME = re.compile(r"^ => (\S+)\+0x([0-9a-f]+)/0x([0-9a-f]+)(?: \[(\S+)\])?\s*$")
 HINT = re.compile(r"^ => <([^>]+)>\s*$")
+GONE = re.compile(r"^ => 0x([0-9a-f]+) \[(\S+) gone\]\s*$")
 
 
 def kernel_text_stacks(path):
@@ -104,9 +105,9 @@ def our_frames(rec):
     return out
 
 
-def decode(tmp, boot_dir, name, symbols):
+def decode(tmp, part_dir, name, symbols, module_table):
     rsb = os.path.join(tmp, name + ".rsb")
-    imp = run("kernel", "import", "--raw", boot_dir, "-o", rsb)
+    imp = run("kernel", "import", "--raw", part_dir, "-o", rsb, "--module-table", module_table)
     args = ["report", "--format", "json", "--no-lines"]
     for s in symbols:
         args += ["--symbols", s]
@@ -116,10 +117,11 @@ def decode(tmp, boot_dir, name, symbols):
 
 
 def stacks_by_time(recs):
-    """Our stack records by (cpu, time stamp in µs, as the kernel's text prints it), in order."""
+    """Our stack records by (cpu, time stamp in us, as the kernel's text prints it), in order."""
     out = {}
     for r in sorted((r for r in recs if r["has_stack"]), key=lambda r: r["fields"]["ts_ns"]):
-        out.setdefault((r["fields"]["cpu"], r["fields"]["ts_ns"] // 1000), []).append(r)
+        # the kernel prints microseconds rounded (ns2usecs)
+        out.setdefault((r["fields"]["cpu"], (r["fields"]["ts_ns"] + 500) // 1000), []).append(r)
     return out
 
 
@@ -144,14 +146,40 @@ def words_in_range(path, lo, hi):
     return hits
 
 
+def decode_boots(tmp, boot_dirs, symbols):
+    """Each boot's instances (the main one, and load1/, func/ beside it), imported with the boot's last
+    module table (which names the modules unloaded since) and reported."""
+    boots = []
+    for d in boot_dirs:
+        parts = []
+        for sub in ("", "load1", "func"):
+            pd = os.path.join(d, sub) if sub else d
+            if not os.path.isdir(os.path.join(pd, "per_cpu")):
+                continue
+            name = os.path.basename(d) + ("-" + sub if sub else "")
+            rsb, imp, recs = decode(tmp, pd, name, symbols, os.path.join(d, "module_table"))
+            print(f"{name}: {imp.strip()}", file=sys.stderr)
+            parts.append({"name": sub or "main", "dir": pd, "rsb": rsb, "import": imp, "recs": recs,
+                          "text": os.path.join(pd, "trace")})
+        boots.append({"dir": d, "parts": parts})
+    return boots
+
+
+def module_stacks(recs, module):
+    return [r for r in recs if r["has_stack"] and any(f.get("object") == module for f in r["frames"])]
+
+
 class Checks:
-    """What both modes check; setUpClass fills cls.boots: [{dir, rsb, import, recs, text}], cls.module."""
+    """What both modes check; setUpClass fills cls.boots (decode_boots()) and cls.module."""
+
+    def all_parts(self, *names):
+        return [p for b in self.boots for p in b["parts"] if not names or p["name"] in names]
 
     def test_every_stack_of_the_kernel_text_decodes_to_the_kernels_frames_and_verdict(self):
-        for b in self.boots:
+        for b in self.all_parts():
             ours = stacks_by_time(b["recs"])
             kernel = kernel_text_stacks(b["text"])
-            self.assertTrue(len(kernel) >= 4, f"{b['dir']}: only {len(kernel)} stacks in the kernel's text")
+            self.assertTrue(kernel, f"{b['dir']}: no stack in the kernel's text")
             used = {}
             for i, k in enumerate(kernel):
                 key = (k["cpu"], k["ts_us"])
@@ -164,22 +192,31 @@ class Checks:
                 mine = our_frames(r)
                 self.assertEqual(len(mine), len(k["frames"]), f"{b['dir']}: stack {i}: {mine} vs {k['frames']}")
                 for j, (a, kf) in enumerate(zip(mine, k["frames"])):
+                    gone = GONE.match(" => " + kf[3]) if kf[0] is None and kf[3] else None
+                    if gone:
+                        # a module unloaded since the kernel printed: it gives the offset, we the name
+                        f = [f for f in r["frames"] if f.get("marker") != "END"][j]
+                        self.assertEqual((f.get("object"), int(f.get("offset", "0"), 16)),
+                                         (gone.group(2), int(gone.group(1), 16)), f"{b['dir']}: stack {i} frame {j}")
+                        self.assertTrue(f.get("symbol"), f"{b['dir']}: stack {i} frame {j} is not named")
+                        continue
                     if kf[0] is None:
                         self.assertIsNone(a[0], f"{b['dir']}: stack {i} frame {j}: the kernel names none")
                         continue
-                    # name, offset and module as the kernel prints them
-                    self.assertEqual((a[0], a[1], a[3]), (kf[0], kf[1], kf[3]),
+                    # name, offset, size and module as the kernel prints them
+                    self.assertEqual(a, kf,
                                      f"{b['dir']}: stack {i} frame {j}")
                 if k["hint"]:
                     self.assertEqual(r["reliable"], k["hint"] == "reliable", f"{b['dir']}: stack {i}: {r['reasons']}")
             self.assertEqual(sum(used.values()), sum(len(v) for v in ours.values()),
                              f"{b['dir']}: records without a stack in the kernel's text")
+        self.assertTrue(sum(len(kernel_text_stacks(p["text"])) for p in self.all_parts()) >= 8, "too few stacks")
 
     def test_relative_words_of_the_same_call_sites_are_equal_in_both_boots(self):
         def sites(b):
             out = {}
-            for r in b["recs"]:
-                if r["has_stack"] and any(f.get("object") == self.module for f in r["frames"]):
+            for p in b["parts"]:
+                for r in module_stacks(p["recs"], self.module):
                     names = tuple(f.get("symbol") for f in r["frames"] if "slot" in f)
                     words = tuple((f["object"], f["offset"]) for f in r["frames"] if "slot" in f)
                     out.setdefault(names, set()).add(words)
@@ -194,8 +231,8 @@ class Checks:
             self.assertNotEqual(s1, s2, "KASLR did not move _stext between the boots")
 
     def test_task_stacks_are_reliable_and_stacks_through_an_interrupt_are_not(self):
-        for b in self.boots:
-            mod = [r for r in b["recs"] if r["has_stack"] and any(f.get("object") == self.module for f in r["frames"])]
+        for b in self.all_parts("main", "load1"):
+            mod = module_stacks(b["recs"], self.module)
             irq = [r for r in mod if any(IRQ_FRAME.match(f.get("symbol") or "") for f in r["frames"])]
             task = [r for r in mod if r not in irq]
             self.assertTrue(irq, f"{b['dir']}: no stack of the module's interrupt path")
@@ -206,13 +243,23 @@ class Checks:
                 self.assertTrue(r["reliable"], r)
                 self.assertTrue(all(f.get("symbol") for f in r["frames"]), r)
 
+    def test_function_tracer_stacks_through_its_trampoline_are_not_reliable(self):
+        func = self.all_parts("func")
+        for b in func:
+            stacks = [r for r in b["recs"] if r["has_stack"]]
+            self.assertTrue(stacks, f"{b['dir']}: no stack")
+            for r in stacks:
+                self.assertFalse(r["reliable"], r)
+                self.assertIn("unknown-text", r["reasons"])
+
     def test_module_frames_are_named_after_an_unload_and_reload(self):
         for b in self.boots:
             slots = {}
-            for r in b["recs"]:
-                for f in r["frames"]:
-                    if f.get("object") == self.module:
-                        slots.setdefault(f["slot"], []).append(f.get("symbol"))
+            for p in b["parts"]:
+                for r in p["recs"]:
+                    for f in r["frames"]:
+                        if f.get("object") == self.module:
+                            slots.setdefault(f["slot"], []).append(f.get("symbol"))
             self.assertTrue(len(slots) >= 2, f"{b['dir']}: the module's frames name {len(slots)} slot(s), "
                             "expected the first load's and the reload's")
             for slot, names in slots.items():
@@ -221,9 +268,9 @@ class Checks:
     def test_no_word_of_the_files_is_an_address_of_the_kernel_image(self):
         for b in self.boots:
             stext = boot_stext(b["dir"])
-            if stext is None:
-                continue
-            self.assertEqual(words_in_range(b["rsb"], stext, stext + (64 << 20))[:5], [])
+            self.assertIsNotNone(stext, f"{b['dir']}: no stext")
+            for p in b["parts"]:
+                self.assertEqual(words_in_range(p["rsb"], stext, stext + (64 << 20))[:5], [])
 
 
 class Linux(Checks, unittest.TestCase):
@@ -235,11 +282,7 @@ class Linux(Checks, unittest.TestCase):
         symbols = ["vmlinux=" + os.path.join(out, "System.map")]
         symbols += [os.path.basename(k)[:-3].replace("-", "_") + "=" + k for k in kos]
         cls.module = "relstack_test"
-        cls.boots = []
-        for d in sorted(glob.glob(os.path.join(out, "boot*")))[:2]:
-            rsb, imp, recs = decode(cls.tmp, d, os.path.basename(d), symbols)
-            print(f"{d}: {imp.strip()}", file=sys.stderr)
-            cls.boots.append({"dir": d, "rsb": rsb, "import": imp, "recs": recs, "text": os.path.join(d, "trace")})
+        cls.boots = decode_boots(cls.tmp, sorted(glob.glob(os.path.join(out, "boot*")))[:2], symbols)
 
     @classmethod
     def tearDownClass(cls):
@@ -344,39 +387,10 @@ def ko_build_id(ko):
     return m.group(1) if m else "-"
 
 
-def make_boot(d, ko, boot):
-    """One boot: stacks of the module before and after a reload, from a task and from the timer path."""
-    os.makedirs(os.path.join(d, "per_cpu", "cpu0"))
-    os.makedirs(os.path.join(d, "per_cpu", "cpu1"))
-    with open(os.path.join(d, "header_page"), "w") as f:
-        f.write(HEADER_PAGE)
-    for ev, text in FORMATS.items():
-        os.makedirs(os.path.join(d, "events", ev))
-        with open(os.path.join(d, "events", ev, "format"), "w") as f:
-            f.write(text)
-    bid = ko_build_id(ko)
-    sections = ".text=0x0 .text.unlikely=0x40"
-    with open(os.path.join(d, "module_table"), "w") as f:
-        f.write(f"0 kmod_fixture {bid} 0x80 gone {sections}\n1 kmod_fixture {bid} 0x80 live {sections}\n")
-    with open(os.path.join(d, "stext"), "w") as f:
-        f.write(f"{STEXT + boot * 0x200000:x}\n")
-    core = {k: v - STEXT for k, v in CORE.items()}
-    # (cpu, ts, words, reliable): a write system call into the module, twice (index 0, then 1 after the reload)
-    task = lambda idx: [kmod_word(idx, 0x4 + 3), core["ksys_write"] + 0x22, core["__x64_sys_write"] + 0x10,
-                        core["do_syscall_64"] + 0x3b, core["entry_SYSCALL_64_after_hwframe"] + 0x46, END]
-    timer = lambda idx: [kmod_word(idx, 0x40 + 2), core["call_timer_fn"] + 0x1d, core["__run_timers"] + 0x200,
-                         core["asm_sysvec_apic_timer_interrupt"] + 0x1a, NO_TEXT]
-    stacks = [(0, 2000 + boot, task(0), 1), (1, 2500, timer(0), 2), (0, 9000, task(1), 1), (1, 9500, timer(1), 2),
-              (0, 9600, [core["ksys_write"] + 0x22, END], 0)]
-    pages = [Page(), Page()]
-    pages[1].event(1500, module_event(0, "kmod_fixture", bytes.fromhex(bid) if bid != "-" else b"", 0x80,
-                                      sections))
-    for cpu, ts, words, reliable in stacks:
-        pages[cpu].event(ts * 1000, rel_event(words, reliable))
-    for cpu in (0, 1):
-        with open(os.path.join(d, "per_cpu", f"cpu{cpu}", "trace_pipe_raw"), "wb") as f:
-            f.write(pages[cpu].bytes())
-    # the text the kernel prints for them
+def kernel_text(stacks):
+    """The text the kernel prints for @stacks [(cpu, ts_us, words, reliable)]."""
+    core = {a: n for n, a in CORE.items() if n != "_stext"}
+    starts = sorted(core)
     lines = ["# tracer: nop\n#\n"]
     for cpu, ts, words, reliable in sorted(stacks, key=lambda s: s[1]):
         lines.append(f"          insmod-42      [{cpu:03d}] .....     0.{ts:06d}: <stack trace>\n")
@@ -391,14 +405,57 @@ def make_boot(d, ko, boot):
                 lines.append(f" => {name}+0x{off - start:x}/0x{size:x} [kmod_fixture]\n")
             else:
                 addr = STEXT + w
-                name, start = max(((n, a) for n, a in CORE.items() if a <= addr and not n.startswith("_stext")),
-                                  key=lambda x: x[1])
-                nxt = min(a for a in CORE.values() if a > start)
-                lines.append(f" => {name}+0x{addr - start:x}/0x{nxt - start:x}\n")
+                i = max(k for k, a in enumerate(starts) if a <= addr)
+                lines.append(f" => {core[starts[i]]}+0x{addr - starts[i]:x}/0x{starts[i + 1] - starts[i]:x}\n")
         if reliable:
             lines.append(f" => <{'reliable' if reliable == 1 else 'unreliable'}>\n")
+    return "".join(lines)
+
+
+def write_part(d, stacks, module_table, load=None):
+    """One instance's directory: its pages (one CPU page each), module table and the kernel's text."""
+    pages = [Page(), Page()]
+    if load:
+        pages[1].event(1500, load)
+    for cpu, ts, words, reliable in stacks:
+        pages[cpu].event(ts * 1000, rel_event(words, reliable))
+    for cpu in (0, 1):
+        os.makedirs(os.path.join(d, "per_cpu", f"cpu{cpu}"))
+        with open(os.path.join(d, "per_cpu", f"cpu{cpu}", "trace_pipe_raw"), "wb") as f:
+            f.write(pages[cpu].bytes())
+    with open(os.path.join(d, "module_table"), "w") as f:
+        f.write(module_table)
     with open(os.path.join(d, "trace"), "w") as f:
-        f.writelines(lines)
+        f.write(kernel_text(stacks))
+
+
+def make_boot(d, ko, boot):
+    """A boot as the harness sends it: the module's stacks before its reload (load1/), after it (the main
+    instance, whose module table is the last), and through the function tracer's trampoline (func/)."""
+    os.makedirs(d)
+    with open(os.path.join(d, "header_page"), "w") as f:
+        f.write(HEADER_PAGE)
+    for ev, text in FORMATS.items():
+        os.makedirs(os.path.join(d, "events", ev))
+        with open(os.path.join(d, "events", ev, "format"), "w") as f:
+            f.write(text)
+    with open(os.path.join(d, "stext"), "w") as f:
+        f.write(f"{STEXT + boot * 0x200000:016x}\n")
+    bid = ko_build_id(ko)
+    sections = ".text=0x0 .text.unlikely=0x40"
+    line = lambda idx, state: f"{idx} kmod_fixture {bid} 0x80 {state} {sections}\n"
+    core = {k: v - STEXT for k, v in CORE.items()}
+    # a write system call into the module, and the module's timer (softirq through an interrupt)
+    task = lambda idx: [kmod_word(idx, 0x4 + 3), core["ksys_write"] + 0x22, core["__x64_sys_write"] + 0x10,
+                        core["do_syscall_64"] + 0x3b, core["entry_SYSCALL_64_after_hwframe"] + 0x46, END]
+    timer = lambda idx: [kmod_word(idx, 0x40 + 2), core["call_timer_fn"] + 0x1d, core["__run_timers"] + 0x200,
+                         core["asm_sysvec_apic_timer_interrupt"] + 0x1a, NO_TEXT]
+    bid_bytes = bytes.fromhex(bid) if bid != "-" else b""
+    write_part(os.path.join(d, "load1"), [(0, 2000 + boot, task(0), 1), (1, 2500, timer(0), 2)], line(0, "live"),
+               module_event(0, "kmod_fixture", bid_bytes, 0x80, sections))
+    write_part(d, [(0, 9000, task(1), 1), (1, 9500, timer(1), 2), (0, 9600, [core["ksys_write"] + 0x22, END], 0)],
+               line(0, "gone") + line(1, "live"))
+    write_part(os.path.join(d, "func"), [(0, 9700, [NO_TEXT] + task(1)[1:-1], 2)], line(0, "gone") + line(1, "live"))
 
 
 class Fixture(Checks, unittest.TestCase):
@@ -409,25 +466,25 @@ class Fixture(Checks, unittest.TestCase):
         sysmap = os.path.join(cls.tmp, "System.map")
         with open(sysmap, "w") as f:
             f.write(SYSTEM_MAP)
-        cls.boots = []
+        dirs = []
         for boot in (1, 2):
-            d = os.path.join(cls.tmp, f"boot{boot}")
-            make_boot(d, ARG, boot)
-            rsb, imp, recs = decode(cls.tmp, d, f"boot{boot}", ["vmlinux=" + sysmap, "kmod_fixture=" + ARG])
-            cls.boots.append({"dir": d, "rsb": rsb, "import": imp, "recs": recs, "text": os.path.join(d, "trace")})
+            dirs.append(os.path.join(cls.tmp, f"boot{boot}"))
+            make_boot(dirs[-1], ARG, boot)
+        cls.boots = decode_boots(cls.tmp, dirs, ["vmlinux=" + sysmap, "kmod_fixture=" + ARG])
 
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_the_import_says_what_it_wrote(self):
-        self.assertRegex(self.boots[0]["import"], r"5 kernel stacks \(2 reliable\), 2 modules, 0 lost")
-        self.assertRegex(self.boots[0]["import"], r"0 words of a module index the module table does not list, "
-                                                  r"0 beyond their text, 2 in no text")
+        main = self.boots[0]["parts"][0]
+        self.assertRegex(main["import"], r"3 kernel stacks \(1 reliable\), 2 modules, 0 lost")
+        self.assertRegex(main["import"], r"0 words of a module index the module table does not list, "
+                                         r"0 beyond their text, 1 in no text")
 
     def test_report_text_names_module_frames_as_the_kernel_does(self):
         p = run("report", "--symbols", "vmlinux=" + os.path.join(self.tmp, "System.map"),
-                "--symbols", "kmod_fixture=" + ARG, self.boots[0]["rsb"])
+                "--symbols", "kmod_fixture=" + ARG, self.boots[0]["parts"][0]["rsb"])
         self.assertIn(" => kfix_mod_b+0x3/0x3c [kmod_fixture]", p.stdout)
         self.assertIn(" => kfix_mod_cold+0x2/0x40 [kmod_fixture]", p.stdout)
         self.assertIn(" => ksys_write+0x22/", p.stdout)
