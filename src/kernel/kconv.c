@@ -485,6 +485,18 @@ static void take_stack(struct rs_kconv *c, const uint8_t *data, size_t size, str
 	c->st.reliable += e->v.reasons == 0;
 }
 
+int rs_kfail(char *errbuf, size_t sz, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errbuf && sz) {
+		va_start(ap, fmt);
+		vsnprintf(errbuf, sz, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
 __attribute__((format(printf, 3, 4))) static int conv_error(struct rs_kconv *c, uint64_t ts, const char *fmt, ...)
 {
 	char why[256];

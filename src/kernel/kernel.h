@@ -29,6 +29,9 @@
 #include "relstack/entry.h"
 #include "relstack/unwind.h"
 
+/* One line into @errbuf (when there is one); returns @err, for "return rs_kfail(...)". */
+__attribute__((format(printf, 4, 5))) int rs_kfail(char *errbuf, size_t sz, int err, const char *fmt, ...);
+
 /* ---- the kernel's symbols (/proc/kallsyms, or the copy trace-cmd keeps) ---- */
 
 struct rs_ksym {

@@ -57,7 +57,7 @@ struct rs_ktab {
 	char (*sections)[RS_KSECTIONS_MAX]; /* per slot, allocated with the first module */
 };
 
-/* The epoch of every relative word: an index names one module for the whole boot. */
+/* The epoch of every relative word (the table's first): an index names one module for the whole boot. */
 #define KREL_EPOCH 1u
 
 /* Where a task's kernel stack starts: the last frame of a whole stack. */
@@ -152,23 +152,44 @@ static int build_classes(struct rs_ktab *kt, const struct rs_ksyms *s)
 	return 0;
 }
 
+/* A table of the core kernel only (slot 0, "vmlinux", base _stext), in epoch 1. */
+static struct rs_ktab *ktab_alloc(const char *root, const uint8_t *bid, size_t bid_len)
+{
+	struct relstack_object *o;
+	struct rs_ktab *kt = calloc(1, sizeof(*kt));
+
+	if (!kt)
+		return NULL;
+	snprintf(kt->root, sizeof(kt->root), "%s", root);
+	relstack_format_native(&kt->fmt);
+	kt->unknown = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_UNKNOWN);
+	kt->end = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_END);
+	kt->epoch = 1;
+	o = &kt->obj[0];
+	o->state = RELSTACK_OBJECT_LOADED;
+	o->base = RELSTACK_BASE_STEXT;
+	o->flags = RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_KERNEL;
+	strcpy(o->path, "vmlinux");
+	o->build_id_len = (uint32_t)(bid_len < RELSTACK_BUILD_ID_MAX ? bid_len : RELSTACK_BUILD_ID_MAX);
+	if (o->build_id_len)
+		memcpy(o->build_id, bid, o->build_id_len);
+	o->load_epoch = kt->epoch;
+	kt->n = 1;
+	return kt;
+}
+
 struct rs_ktab *rs_ktab_new(const struct rs_ksyms *syms, const uint8_t *bid, size_t bid_len, const char *root)
 {
 	struct rs_ktab *kt;
-	struct relstack_object *o;
 	int ret;
 
 	if (!syms->stext || strlen(root) >= sizeof(kt->root)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	kt = calloc(1, sizeof(*kt));
+	kt = ktab_alloc(root, bid, bid_len);
 	if (!kt)
 		return NULL;
-	strcpy(kt->root, root);
-	relstack_format_native(&kt->fmt);
-	kt->unknown = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_UNKNOWN);
-	kt->end = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_END);
 	kt->stext = syms->stext;
 	kt->etext = syms->etext;
 	kt->sinit = syms->sinittext;
@@ -179,19 +200,7 @@ struct rs_ktab *rs_ktab_new(const struct rs_ksyms *syms, const uint8_t *bid, siz
 		errno = -ret;
 		return NULL;
 	}
-	kt->epoch = 1;
-	o = &kt->obj[0];
-	o->slot = 0;
-	o->state = RELSTACK_OBJECT_LOADED;
-	o->base = RELSTACK_BASE_STEXT;
-	o->flags = RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_KERNEL;
-	strcpy(o->path, "vmlinux");
-	o->build_id_len = (uint32_t)(bid_len < RELSTACK_BUILD_ID_MAX ? bid_len : RELSTACK_BUILD_ID_MAX);
-	if (o->build_id_len)
-		memcpy(o->build_id, bid, o->build_id_len);
-	o->text_size = (kt->einit > kt->etext ? kt->einit : kt->etext) - kt->stext;
-	o->load_epoch = kt->epoch;
-	kt->n = 1;
+	kt->obj[0].text_size = (kt->einit > kt->etext ? kt->einit : kt->etext) - kt->stext;
 	ret = rs_ktab_scan_modules(kt);
 	if (ret < 0) {
 		rs_ktab_free(kt);
@@ -203,31 +212,14 @@ struct rs_ktab *rs_ktab_new(const struct rs_ksyms *syms, const uint8_t *bid, siz
 
 struct rs_ktab *rs_ktab_new_rel(const struct rs_ksyms *syms, const uint8_t *bid, size_t bid_len)
 {
-	struct relstack_object *o;
 	struct rs_ktab *kt;
 
 	if (syms)
 		return rs_ktab_new(syms, bid, bid_len, "/nonexistent");
-	kt = calloc(1, sizeof(*kt));
-	if (!kt)
-		return NULL;
-	strcpy(kt->root, "/nonexistent");
-	relstack_format_native(&kt->fmt);
-	kt->unknown = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_UNKNOWN);
-	kt->end = relstack_word_marker(&kt->fmt, RELSTACK_MARKER_END);
-	kt->epoch = KREL_EPOCH;
-	o = &kt->obj[0];
-	o->state = RELSTACK_OBJECT_LOADED;
-	o->base = RELSTACK_BASE_STEXT;
-	o->flags = RELSTACK_OBJECT_MAIN | RELSTACK_OBJECT_KERNEL;
-	strcpy(o->path, "vmlinux");
-	o->build_id_len = (uint32_t)(bid_len < RELSTACK_BUILD_ID_MAX ? bid_len : RELSTACK_BUILD_ID_MAX);
-	if (o->build_id_len)
-		memcpy(o->build_id, bid, o->build_id_len);
+	kt = ktab_alloc("/nonexistent", bid, bid_len);
 	/* the core's end is not in the data: every offset a main word holds (System.map's _etext bounds names) */
-	o->text_size = 1ull << kt->fmt.main_offset_bits;
-	o->load_epoch = KREL_EPOCH;
-	kt->n = 1;
+	if (kt)
+		kt->obj[0].text_size = 1ull << kt->fmt.main_offset_bits;
 	return kt;
 }
 

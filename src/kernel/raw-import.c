@@ -63,17 +63,7 @@ struct raw {
 	uint64_t raw_bytes;
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(const struct rs_kraw_opts *o, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (o->errbuf && o->errbuf_sz) {
-		va_start(ap, fmt);
-		vsnprintf(o->errbuf, o->errbuf_sz, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
+#define fail(o, err, ...) rs_kfail((o)->errbuf, (o)->errbuf_sz, (err), __VA_ARGS__)
 
 /* @base/@rel into r->path: 0, or -ENAMETOOLONG. */
 static int vat(struct raw *r, const char *base, const char *fmt, va_list ap)

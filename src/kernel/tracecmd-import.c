@@ -13,7 +13,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,18 +60,6 @@ static int one_record(struct tracecmd_input *h, struct tep_record *r, int cpu, v
 	return 0;
 }
 
-static int fail(char *errbuf, size_t sz, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errbuf && sz) {
-		va_start(ap, fmt);
-		vsnprintf(errbuf, sz, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
 int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t errbuf_sz)
 {
 	struct relstack_recorder_opts ro = RELSTACK_RECORDER_OPTS_INIT;
@@ -93,20 +80,20 @@ int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t er
 	h = tracecmd_open(tracedat, TRACECMD_FL_LOAD_NO_PLUGINS);
 	kallsyms_wanted = false;
 	if (!h)
-		return fail(errbuf, errbuf_sz, -EINVAL, "%s: not a trace-cmd data file libtracecmd can read", tracedat);
+		return rs_kfail(errbuf, errbuf_sz, -EINVAL, "%s: not a trace-cmd data file libtracecmd can read", tracedat);
 	if (!kallsyms_copy) {
-		ret = fail(errbuf, errbuf_sz, -ENOENT, "%s: holds no kallsyms: cannot make its stacks relative", tracedat);
+		ret = rs_kfail(errbuf, errbuf_sz, -ENOENT, "%s: holds no kallsyms: cannot make its stacks relative", tracedat);
 		goto out;
 	}
 	ret = rs_ksyms_parse(kallsyms_copy, strlen(kallsyms_copy), &syms);
 	if (ret < 0) {
-		ret = fail(errbuf, errbuf_sz, ret, "%s: its kallsyms have no _stext (recorded without root?)", tracedat);
+		ret = rs_kfail(errbuf, errbuf_sz, ret, "%s: its kallsyms have no _stext (recorded without root?)", tracedat);
 		goto out;
 	}
 	/* no modules: their load addresses are not in the file */
 	kt = rs_ktab_new(&syms, NULL, 0, "/nonexistent");
 	if (!kt) {
-		ret = fail(errbuf, errbuf_sz, -errno, "kernel object table: %s", strerror(errno));
+		ret = rs_kfail(errbuf, errbuf_sz, -errno, "kernel object table: %s", strerror(errno));
 		goto out;
 	}
 	/* room for every event: relative records take about what the file's events do */
@@ -116,7 +103,7 @@ int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t er
 		ro.size = 16ull << 20;
 	rec = rs_recorder_open_foreign(output, &ro);
 	if (!rec) {
-		ret = fail(errbuf, errbuf_sz, -errno, "%s: %s", output, relstack_strerror(errno));
+		ret = rs_kfail(errbuf, errbuf_sz, -errno, "%s: %s", output, relstack_strerror(errno));
 		goto out;
 	}
 	{
@@ -136,7 +123,7 @@ int rs_kimport(const char *tracedat, const char *output, char *errbuf, size_t er
 	}
 	im.conv = rs_kconv_new(tracecmd_get_tep(use), kt, rec, NULL, 0, 0);
 	if (!im.conv) {
-		ret = fail(errbuf, errbuf_sz, -errno, "%s: %s", output, strerror(errno));
+		ret = rs_kfail(errbuf, errbuf_sz, -errno, "%s: %s", output, strerror(errno));
 		if (use != h)
 			tracecmd_close(use);
 		goto out;

@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,17 +38,7 @@
 /* Per CPU, for --check-text: the whole recording stays in the kernel's buffer. */
 #define CHECK_BUFFER_KB (32u << 10)
 
-static int fail(const struct rs_krecord_opts *o, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (o->errbuf && o->errbuf_sz) {
-		va_start(ap, fmt);
-		vsnprintf(o->errbuf, o->errbuf_sz, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
+#define fail(o, err, ...) rs_kfail((o)->errbuf, (o)->errbuf_sz, (err), __VA_ARGS__)
 
 static double now_s(void)
 {

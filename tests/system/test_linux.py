@@ -305,15 +305,16 @@ ffffffff8220bb08 T _etext
 """
 END, NO_TEXT = (1 << 64) - 1, (1 << 64) - 2
 REL_ID, MOD_ID = 13, 500
+COMMON = """\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+"""
 FORMATS = {
     "ftrace/kernel_stack_rel": f"""name: kernel_stack_rel
 ID: {REL_ID}
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+{COMMON}
 \tfield:int size;\toffset:8;\tsize:4;\tsigned:1;
 \tfield:unsigned char reliable;\toffset:12;\tsize:1;\tsigned:0;
 \tfield:unsigned char module_bit;\toffset:13;\tsize:1;\tsigned:0;
@@ -326,11 +327,7 @@ print fmt: "\\t=> %lx\\n", REC->caller[0]
     "module/module_text_rel": f"""name: module_text_rel
 ID: {MOD_ID}
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+{COMMON}
 \tfield:unsigned int index;\toffset:8;\tsize:4;\tsigned:0;
 \tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:1;
 \tfield:__data_loc u8[] build_id;\toffset:16;\tsize:4;\tsigned:0;

@@ -19,15 +19,19 @@
 #define KFIX_KERNEL_STACK_REL_ID 13
 #define KFIX_MODULE_TEXT_REL_ID 500
 
+/* The fields every event starts with, and the blank line that ends them. */
+#define KFIX_COMMON_FIELDS                                                           \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"           \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"           \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"   \
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"                       \
+	"\n"
+
 static const char kfix_sched_switch_format[] =
 	"name: sched_switch\n"
 	"ID: 372\n"
 	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
+	KFIX_COMMON_FIELDS
 	"\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
 	"\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
 	"\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
@@ -42,11 +46,7 @@ static const char kfix_kernel_stack_format[] =
 	"name: kernel_stack\n"
 	"ID: 4\n"
 	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
+	KFIX_COMMON_FIELDS
 	"\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
 	"\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n"
 	"\n"
@@ -56,11 +56,7 @@ static const char kfix_kernel_stack_rel_format[] =
 	"name: kernel_stack_rel\n"
 	"ID: 13\n"
 	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
+	KFIX_COMMON_FIELDS
 	"\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n"
 	"\tfield:unsigned char reliable;\toffset:12;\tsize:1;\tsigned:0;\n"
 	"\tfield:unsigned char module_bit;\toffset:13;\tsize:1;\tsigned:0;\n"
@@ -82,11 +78,7 @@ static const char kfix_module_text_rel_format[] =
 	"name: module_text_rel\n"
 	"ID: 500\n"
 	"format:\n"
-	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
-	"\n"
+	KFIX_COMMON_FIELDS
 	"\tfield:unsigned int index;\toffset:8;\tsize:4;\tsigned:0;\n"
 	"\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:1;\n"
 	"\tfield:__data_loc u8[] build_id;\toffset:16;\tsize:4;\tsigned:0;\n"
