@@ -520,7 +520,7 @@ static int take_stack_rel(struct rs_kconv *c, const uint8_t *data, size_t size, 
 
 	if (r->refused)
 		return -EINVAL; /* c->err says why */
-	if (size < (size_t)r->caller || size <= r->size + 4u || size <= r->reliable || size <= r->module_bit ||
+	if (size < (size_t)r->caller || size < r->size + 4u || size <= r->reliable || size <= r->module_bit ||
 	    size <= r->index_shift || size <= r->index_bits)
 		return conv_error(c, ts, "%zu bytes, shorter than its fields", size);
 	l = (struct rs_krel_layout){ data[r->module_bit], data[r->index_shift], data[r->index_bits] };

@@ -164,8 +164,8 @@ struct rs_kmodule {
 
 /*
  * Parse the kernel's module table text ("INDEX NAME BUILD_ID TEXT_SIZE
- * STATE [SECTION=OFFSET]..." per line, numbers in hex but INDEX) into
- * @out (at most @max).  Returns the number of modules, or -EINVAL with
+ * STATE [SECTION=OFFSET]..." per line, numbers in hex but INDEX; a
+ * build-id of zeros, or "-", is none) into @out (at most @max).  Returns the number of modules, or -EINVAL with
  * "line N: what is wrong" in @err.
  */
 int rs_kmodtab_parse(const char *buf, size_t len, struct rs_kmodule *out, size_t max, char *err, size_t errsz);

@@ -152,6 +152,11 @@ static int parse_line(char *line, struct rs_kmodule *m, char *err, size_t errsz)
 			m->bid[i / 2] = (uint8_t)(hi << 4 | lo);
 		}
 		m->bid_len = bl / 2;
+		/* the kernel writes zeros for a module without one */
+		while (m->bid_len && !m->bid[m->bid_len - 1])
+			m->bid_len--;
+		if (m->bid_len)
+			m->bid_len = bl / 2;
 	}
 	if (parse_hex(tok[3], &size) < 0 || !size) {
 		snprintf(err, errsz, "text size '%.32s' is not a hex number above 0", tok[3]);

@@ -572,6 +572,29 @@ static void a_hostile_module_table_is_refused_with_its_line(void **state)
 	}
 }
 
+static void a_build_id_of_zeros_is_none_and_sections_are_kept_as_the_kernel_wrote_them(void **state)
+{
+	static const char table[] = "# a comment line\n"
+				    "3 relstack_test 0000000000000000000000000000000000000000 1000 live .text=0x0 "
+				    ".static_call.text=0x340 .exit.text=0x348\n"
+				    "4 other 00ff 0x10 gone\n";
+	struct rs_kmodule m[2];
+	char err[200];
+
+	(void)state;
+	assert_int_equal(rs_kmodtab_parse(table, sizeof(table) - 1, m, 2, err, sizeof(err)), 2);
+	assert_int_equal(m[0].index, 3);
+	assert_int_equal(m[0].bid_len, 0);
+	assert_int_equal(m[0].text_size, 0x1000);
+	assert_false(m[0].gone);
+	assert_string_equal(m[0].sections, ".text=0x0 .static_call.text=0x340 .exit.text=0x348");
+	assert_int_equal(m[1].bid_len, 2); /* zeros inside a build-id are its bytes */
+	assert_true(m[1].gone);
+	assert_string_equal(m[1].sections, "");
+	assert_int_equal(rs_kmodtab_parse(table, sizeof(table) - 1, m, 1, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "line 3: more than 1 modules");
+}
+
 static void a_header_page_of_another_layout_and_pages_cut_short_are_refused(void **state)
 {
 	struct dir *d = *state;
@@ -696,6 +719,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(absolute_stacks_are_made_relative_with_the_boot_s_kallsyms_and_unknown_without, setup, teardown),
 		cmocka_unit_test_setup_teardown(hostile_layout_fields_are_refused_with_a_line_naming_the_field, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_hostile_module_table_is_refused_with_its_line, setup, teardown),
+		cmocka_unit_test(a_build_id_of_zeros_is_none_and_sections_are_kept_as_the_kernel_wrote_them),
 		cmocka_unit_test_setup_teardown(a_header_page_of_another_layout_and_pages_cut_short_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(frames_are_named_from_system_map_and_from_the_ko_through_its_section_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_ko_of_another_build_is_refused_never_a_wrong_name, setup, teardown),
