@@ -170,6 +170,42 @@ def module_stacks(recs, module):
     return [r for r in recs if r["has_stack"] and any(f.get("object") == module for f in r["frames"])]
 
 
+def raw_rel_stacks(part_dir, fmt_dir):
+    """The kernel_stack_rel words as the kernel wrote them in the part's pages: [(reliable, (word, ...))].
+    Read here without relstack, from the format file's offsets: the oracle of the words themselves."""
+    with open(os.path.join(fmt_dir, "events", "ftrace", "kernel_stack_rel", "format")) as f:
+        fmt = f.read()
+    ev_id = int(re.search(r"^ID: (\d+)", fmt, re.M).group(1))
+    off = {m.group(1): int(m.group(2)) for m in re.finditer(r"field:.*?(\w+)(?:\[\d*\])?;\toffset:(\d+);", fmt)}
+    out = []
+    for raw in glob.glob(os.path.join(part_dir, "per_cpu", "cpu*", "trace_pipe_raw")):
+        with open(raw, "rb") as f:
+            data = f.read()
+        for page in range(0, len(data), 4096):
+            commit = struct.unpack_from("<Q", data, page + 8)[0] & ((1 << 27) - 1)
+            pos, end = page + 16, page + 16 + commit
+            while pos + 4 <= end:
+                hdr = struct.unpack_from("<I", data, pos)[0]
+                tl = hdr & 31
+                if tl == 0:  # length in the next word
+                    length, body = struct.unpack_from("<I", data, pos + 4)[0] - 4, pos + 8
+                elif tl <= 28:
+                    length, body = tl * 4, pos + 4
+                else:  # padding, time extend, time stamp
+                    if tl == 29:
+                        length = struct.unpack_from("<I", data, pos + 4)[0]
+                        pos += 4 + length if length else end
+                        continue
+                    pos += 8
+                    continue
+                if struct.unpack_from("<H", data, body)[0] == ev_id:
+                    n = struct.unpack_from("<i", data, body + off["size"])[0]
+                    words = struct.unpack_from(f"<{n}Q", data, body + off["caller"])
+                    out.append((data[body + off["reliable"]], words))
+                pos = body + length
+    return out
+
+
 class Checks:
     """What both modes check; setUpClass fills cls.boots (decode_boots()) and cls.module."""
 
@@ -227,6 +263,11 @@ class Checks:
         self.assertTrue(common, "no call site of the module in both boots")
         for names in common:
             self.assertTrue(one[names] & two[names], f"call site {names}: words differ between the boots")
+        # the words themselves, read from the pages without relstack: the task stacks of both boots
+        raw = [{w for p in b["parts"] if p["name"] in ("main", "load1")
+                for rel, w in raw_rel_stacks(p["dir"], b["dir"]) if rel == 1} for b in self.boots]
+        self.assertTrue(raw[0], "no reliable stack in the first boot's pages")
+        self.assertEqual(raw[0], raw[1], "the task stacks' words differ between the boots")
         s1, s2 = boot_stext(self.boots[0]["dir"]), boot_stext(self.boots[1]["dir"])
         if s1 is not None and s2 is not None:
             self.assertNotEqual(s1, s2, "KASLR did not move _stext between the boots")
