@@ -20,7 +20,18 @@ del sys.argv[1:2]
 DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib", "/usr/bin", "/usr/sbin", "/usr/libexec"]
 
 
+def machine(head):
+    """e_machine of an ELF header (both byte orders), None for a short one."""
+    if len(head) < 20:
+        return None
+    return int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+
+
 def elf_files():
+    # Only objects of the machine the tool was built for: libraries of
+    # other architectures (multiarch, cross toolchains) share these trees.
+    with open(TOOL, "rb") as f:
+        native = machine(f.read(20))
     out = []
     for d in DIRS:
         for root, _, names in os.walk(d):
@@ -29,7 +40,8 @@ def elf_files():
                 try:
                     if os.path.isfile(p) and not os.path.islink(p):
                         with open(p, "rb") as f:
-                            if f.read(4) == b"\x7fELF":
+                            head = f.read(20)
+                            if head[:4] == b"\x7fELF" and machine(head) == native:
                                 out.append(p)
                 except OSError:
                     pass
