@@ -12,7 +12,9 @@ series changed.
 
 Exit status: 0 when every step of both boots reported ok, 77 (skipped) when
 the packages cannot be installed or the machine is not x86-64, 1 otherwise.
-Each step's time is printed and written to OUT/steps.
+Each step's time is printed and written to OUT/steps.  Boot 2 runs with
+-icount, so its figures count instructions and are the same in every run;
+boot 1 runs on the host's clock.
 """
 import hashlib
 import os
@@ -235,7 +237,7 @@ def check_boot(dest, n):
     return problems
 
 
-def boot(build, obj, initramfs, out, n):
+def boot(build, obj, initramfs, out, n, icount):
     dest = os.path.join(out, f"boot{n}")
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(dest)
@@ -244,7 +246,13 @@ def boot(build, obj, initramfs, out, n):
     for p in (archive, console):
         if os.path.exists(p):
             os.unlink(p)
-    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-m", "256M", "-smp", "1",
+    cmd = ["qemu-system-x86_64", "-accel", "tcg"]
+    if icount:
+        # The guest's time stamp counter then counts instructions: the
+        # figures do not depend on the load of the host.  It also makes
+        # KASLR's choice the same in every run, hence only for one boot.
+        cmd += ["-icount", "shift=0,sleep=off"]
+    cmd += ["-m", "256M", "-smp", "1",
            "-no-reboot", "-nographic", "-monitor", "none",
            "-kernel", os.path.join(obj, "arch/x86/boot/bzImage"), "-initrd", initramfs,
            "-append", "console=ttyS0 kaslr tsc=reliable panic=-1 oops=panic",
@@ -323,13 +331,17 @@ def main():
         shutil.copy(os.path.join(obj, "System.map"), out)
         shutil.copy(os.path.join(obj, "vmlinux"), out)
         shutil.copy(os.path.join(moddir, "relstack_test.ko"), os.path.join(out, "modules"))
-        stexts = []
-        for n in range(1, BOOTS + 1):
-            with step(f"boot {n}"):
-                dest = boot(build, obj, initramfs, out, n)
-                problems += check_boot(dest, n)
-                stexts.append(read(os.path.join(dest, "stext")).strip())
-        if len(set(stexts)) != BOOTS or "" in stexts:
+        stexts = {}
+        for n in range(BOOTS, 0, -1):
+            # Boot 1 again (at most twice) if KASLR picked boot 2's place.
+            for attempt in range(3):
+                with step(f"boot {n}" + (f" again ({attempt})" if attempt else "")):
+                    dest = boot(build, obj, initramfs, out, n, icount=n == BOOTS)
+                stexts[n] = read(os.path.join(dest, "stext")).strip()
+                if n == BOOTS or stexts[n] != stexts[BOOTS]:
+                    break
+            problems += check_boot(dest, n)
+        if len(set(stexts.values())) != BOOTS or "" in stexts.values():
             problems.append(f"KASLR did not move _stext between boots: {stexts}")
     except Skip as e:
         print(f"SKIP: {e}")
@@ -345,11 +357,11 @@ def main():
     print("harness: step times (s):")
     for line in lines:
         print("  " + line)
-    for n in range(1, BOOTS + 1):
-        figures = read(os.path.join(out, f"boot{n}", "figures"))
-        if figures:
-            print(f"harness: boot {n} figures (emulated time; only the ratios mean anything):")
-            print("".join("  " + line + "\n" for line in figures.splitlines()), end="")
+    figures = read(os.path.join(out, f"boot{BOOTS}", "figures"))
+    if figures:
+        print(f"harness: figures of boot {BOOTS} (guest TSC ticks = instructions "
+              "under -icount; only the ratios mean anything):")
+        print("".join("  " + line + "\n" for line in figures.splitlines()), end="")
     for p in problems:
         print("harness: FAILED: " + p)
     return 1 if problems else 0
