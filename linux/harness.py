@@ -134,7 +134,14 @@ def prepare_source(build, patches):
     """Extract once, then (re)apply the series only when it changed."""
     src = os.path.join(build, "src")
     series = digest(patches)
-    if not os.path.isdir(os.path.join(src, ".git")):
+    st = os.stat(TARBALL)
+    tarball = f"{TARBALL} {st.st_size} {st.st_mtime_ns}"
+    tar_stamp = os.path.join(build, "source.stamp")
+    if read(tar_stamp) != tarball or not os.path.isdir(os.path.join(src, ".git")):
+        # A new Debian upload of the source: start again from it.
+        for stale in ("series.stamp", "config.stamp"):
+            if os.path.exists(os.path.join(build, stale)):
+                os.unlink(os.path.join(build, stale))
         shutil.rmtree(src, ignore_errors=True)
         tmp = os.path.join(build, "extract.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -148,6 +155,7 @@ def prepare_source(build, patches):
         run(git + ["add", "-f", "-A", "."], env=GIT_ENV, stdout=subprocess.DEVNULL)
         run(git + ["commit", "-q", "-m", "linux-source-6.1"], env=GIT_ENV)
         run(git + ["tag", "base"], env=GIT_ENV)
+        write(tar_stamp, tarball)
     stamp = os.path.join(build, "series.stamp")
     if read(stamp) == series:
         return src, False
