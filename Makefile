@@ -48,7 +48,8 @@ test: all
 TIMED = ./scripts/timed.sh
 
 check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
-	$(TIMED) "plain test suite" $(MESON) test -C $(BUILD) --print-errorlogs
+	$(TIMED) "plain test suite" $(MESON) test -C $(BUILD) --print-errorlogs --no-suite linux
+	$(TIMED) "linux kernel build and boots" $(MESON) test -C $(BUILD) --print-errorlogs --suite linux
 	$(TIMED) "AddressSanitizer build" ninja -C $(ASAN)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(TIMED) "AddressSanitizer+UBSan test suite" $(MESON) test -C $(ASAN) --print-errorlogs --no-suite nosan

@@ -9,6 +9,10 @@ libcmocka-dev libelf-dev libdw-dev libdebuginfod-dev debuginfod zlib1g-dev elfut
 binutils gdb valgrind libc6-dbg python3 linux-perf
 libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd
 protobuf-compiler chromium"
+# The kernel patch series' harness (linux/): kernel source, build tools, QEMU.
+if [ "$(dpkg --print-architecture)" = amd64 ]; then
+	pkgs="$pkgs linux-source-6.1 qemu-system-x86 bc bison flex cpio"
+fi
 
 missing=""
 for p in $pkgs; do
