@@ -17,9 +17,8 @@
  *
  * Signal frame (struct rt_sigframe, arch/x86/include/asm/sigframe.h): the
  * kernel enters the handler with %rsp pointing at pretcode, the return
- * address that leads to the restorer; the ucontext follows it.  The
- * handler's prologue pushes %rbp just below, so from the handler's frame
- * record the ucontext is at fp + 16.
+ * address that leads to the restorer; the ucontext follows it, at the
+ * handler's CFA (fp + 16 from its frame record).
  */
 #ifndef RELSTACK_ARCH_UNWIND_H
 #define RELSTACK_ARCH_UNWIND_H
@@ -160,10 +159,26 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 	return window;
 }
 
-/* The ucontext of a signal frame, given the frame record of its handler. */
-static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_fp)
+/*
+ * A return address @d bytes past an object's restorer (the objtab's, found
+ * by fpcheck.c): the kind of signal frame it returns through, or -1 when
+ * it is no signal trampoline.  x86-64 has one, rt_sigreturn.
+ */
+static inline int rs_arch_restorer_kind(uintptr_t d)
 {
-	return handler_fp + 16;
+	return d == 0 ? 0 : -1;
+}
+
+/* Where a signal frame of @kind keeps the interrupted context, given its handler's CFA. */
+static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_cfa, int kind)
+{
+	return handler_cfa;
+}
+
+/* The restorers fpcheck.c finds without CFI: none, the C library's has its signal CIE. */
+static inline uintptr_t rs_arch_find_restorer(uintptr_t text_start, uintptr_t text_end)
+{
+	return 0;
 }
 
 /* Bytes of a ucontext_t the walker reads: up to the end of the general registers. */
@@ -192,6 +207,12 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	} else {
 		c->alt_lo = c->alt_hi = 0;
 	}
+}
+
+/* The context a signal frame of @kind keeps at @p (RS_ARCH_CONTEXT_READ_SIZE readable bytes). */
+static inline void rs_arch_sigframe_read(const void *p, int kind, struct rs_arch_context *c)
+{
+	rs_arch_context_read(p, c);
 }
 
 /* The inverse, for tests and snapshots that build a context: pc, sp and fp into @uc. */
