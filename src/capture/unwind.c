@@ -788,7 +788,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			struct rs_arch_context c;
 			const struct rs_stack_range *nr;
 
-			kind = rs_arch_restorer_kind(ra - v->restorer);
+			kind = rs_arch_restorer_kind(ra, v->restorer);
 			uc = rs_arch_sigframe_context(fp + RS_ARCH_FRAME_SIZE, kind);
 cross:
 			pending = RELSTACK_UNRELIABLE_SIGNAL_FRAME;
@@ -942,7 +942,7 @@ cfi:
 					t.on = false;
 				} else if (rs_unlikely(rs_objtab_view_is_restorer(v, pc))) {
 					/* the handler returns to the signal trampoline, its CFA the signal frame's */
-					kind = rs_arch_restorer_kind(pc - v->restorer);
+					kind = rs_arch_restorer_kind(pc, v->restorer);
 					uc = rs_arch_sigframe_context(sp, kind);
 					goto cross;
 				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
