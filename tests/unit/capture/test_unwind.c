@@ -309,12 +309,24 @@ static void the_restorer_is_found_in_the_c_runtime(void **state)
 	assert_int_equal(l.restorer, 0);
 }
 
-/* A handler frame at @hf whose return address is the restorer, its ucontext after it. */
+/* The word index of the ucontext of a signal frame (rt_sigreturn) whose handler's CFA is word @cfa. */
+static size_t context_index(size_t cfa)
+{
+	return (rs_arch_sigframe_context(slot(cfa), 0) - slot(0)) / sizeof(uintptr_t);
+}
+
+/* Words from a handler's frame record to the end of its signal frame's ucontext. */
+static size_t signal_frame_words(void)
+{
+	return context_index(RS_ARCH_FRAME_SIZE / sizeof(uintptr_t)) + sizeof(ucontext_t) / sizeof(uintptr_t);
+}
+
+/* A handler frame at @hf whose return address is the restorer, its ucontext in the signal frame above. */
 static ucontext_t *signal_frame(size_t hf, uintptr_t pc, uintptr_t sp, uintptr_t fp)
 {
-	ucontext_t *uc = (ucontext_t *)(void *)&stk[hf + 2];
+	ucontext_t *uc = (ucontext_t *)(void *)&stk[context_index(hf + RS_ARCH_FRAME_SIZE / sizeof(uintptr_t))];
 
-	frame(hf, 0x5a5a, crt_restorer());
+	frame(hf, 0x5a5a, crt_rt_restorer());
 	memset(uc, 0, sizeof(*uc));
 	rs_arch_context_set(uc, pc, sp, fp);
 	return uc;
@@ -322,7 +334,7 @@ static ucontext_t *signal_frame(size_t hf, uintptr_t pc, uintptr_t sp, uintptr_t
 
 static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 {
-	size_t above = 8 + 2 + sizeof(ucontext_t) / sizeof(uintptr_t) + 8;
+	size_t above = 8 + signal_frame_words() + 8;
 	uint64_t words[16];
 	struct relstack_verdict v;
 	struct rs_walk w;
@@ -346,7 +358,7 @@ static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 
 static void signal_frame_whose_interrupted_instruction_has_a_row_is_crossed_reliably(void **state)
 {
-	size_t above = 8 + 2 + sizeof(ucontext_t) / sizeof(uintptr_t) + 8;
+	size_t above = 8 + signal_frame_words() + 8;
 	uint64_t words[16];
 	struct relstack_verdict v;
 	struct rs_walk w;
@@ -747,10 +759,10 @@ static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 	const struct rs_cfi_table *o = crt_cfi();
 	uintptr_t entry = cfi_ra_of_kind(o, ROW_ENTRY), outer = cfi_ra_of_kind(o, ROW_OUTERMOST);
 	size_t uw = sizeof(ucontext_t) / sizeof(uintptr_t);
-	size_t x = 8 + 2 + uw + 8; /* the interrupted stack pointer of the second signal */
-	size_t f = x + 2;          /* a frame record whose return address is into the C runtime (entry row) */
-	size_t u1 = f + 3;         /* the C runtime function's CFA: the first signal's ucontext */
-	size_t z = u1 + uw + 8;    /* the first signal's interrupted stack pointer */
+	size_t x = 8 + signal_frame_words() + 8; /* the interrupted stack pointer of the second signal */
+	size_t f = x + 2;                        /* a frame record whose return address is into the C runtime (entry row) */
+	size_t u1 = context_index(f + 3);        /* from the C runtime function's CFA: the first signal's ucontext */
+	size_t z = u1 + uw + 8;                  /* the first signal's interrupted stack pointer */
 	uint64_t words[32], ref[32];
 	struct relstack_verdict v, rv;
 	struct rs_walk w;
@@ -762,7 +774,7 @@ static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 	frame(4, slot(8), fp_text());
 	signal_frame(8, lib_gap_text(), slot(x), slot(f));
 	frame(f, 0x7777, entry);
-	stk[f + 2] = crt_restorer();
+	stk[f + 2] = crt_rt_restorer();
 	uc = (ucontext_t *)(void *)&stk[u1];
 	memset(uc, 0, sizeof(*uc));
 	rs_arch_context_set(uc, entry - 1, slot(z), 0x7777);
@@ -860,7 +872,7 @@ static uintptr_t random_word(void)
 	case 5: return fp_text() + rnd() % 64;
 	case 6: return nofp_text();
 	case 7: return crt_ra[rnd() % RS_ARRAY_SIZE(crt_ra)];
-	case 8: return crt_restorer();
+	case 8: return crt_rt_restorer();
 	case 9: return UNKNOWN_TEXT_ADDR + rnd() % 4096;
 	case 10: return 1;
 	default: return (uintptr_t)rnd();

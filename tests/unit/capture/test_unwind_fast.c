@@ -150,7 +150,7 @@ static int find_objects(void)
 	 */
 	entry_ra[0] = cfi_ra_of_kind(crt_cfi(), ROW_OUTERMOST);
 	entry_ra[1] = cfi_ra_of_kind(crt_cfi(), ROW_ENTRY);
-	restorer = crt_restorer();
+	restorer = crt_rt_restorer();
 	/* a frame a recorder in another object skips: in librs_unwind_fp.so */
 	pass_ra = (uintptr_t)&rs_unwind_fp_call + 5;
 	if (nfp == 0 || !entry_ra[0] || !entry_ra[1] || !rs_objtab_lookup(entry_ra[0], &l) ||
@@ -368,7 +368,8 @@ static void random_stack(struct rs_walk *w, const struct object *o)
 	size_t at = 4 + rnd() % 16, i = at, top_cut;
 	unsigned depth = rnd() % 4 ? (unsigned)(rnd() % 40) : (unsigned)(rnd() % 250);
 	bool perturb = rnd() % 3 == 0;
-	size_t ucw = sizeof(ucontext_t) / sizeof(uintptr_t) + 4;
+	/* a signal frame's words, from the handler's record to past its ucontext */
+	size_t ucw = (rs_arch_sigframe_context(RS_ARCH_FRAME_SIZE, 0) + sizeof(ucontext_t)) / sizeof(uintptr_t) + 4;
 
 	for (size_t j = 0; j < 24; j++) /* what the start of the last stack left, partly */
 		img.w[j] = rnd() % 2 ? garbage() : img.w[j];
@@ -388,13 +389,11 @@ static void random_stack(struct rs_walk *w, const struct object *o)
 			}
 		}
 		if (ra == restorer) {
-			/* a signal frame: the ucontext after the handler's record, the interrupted frames above it */
-			ucontext_t *uc = (ucontext_t *)(void *)&img.w[i + 2];
-			size_t above = i + 2 + ucw;
+			/* a signal frame: the ucontext above the handler's record, the interrupted frames above it */
+			ucontext_t *uc = (ucontext_t *)rs_arch_sigframe_context(slot(&img, i) + RS_ARCH_FRAME_SIZE, 0);
+			size_t above = i + ucw, fpw = above + rnd() % 3;
 
 			memset(uc, 0, sizeof(*uc));
-			size_t fpw = above + rnd() % 3;
-
 			rs_arch_context_set(uc, rnd() % 2 ? o->base + 3 : odd_ra(), slot(&img, above), slot(&img, fpw));
 			frame(&img, i, garbage(), ra);
 			i = fpw;
@@ -593,7 +592,7 @@ static void fast_walk_stopping_at_a_frame_it_does_not_decide_is_resumed_there(vo
 	/* a misaligned frame pointer: the fast walk's words are all dropped */
 	for (unsigned k = 0; k < 24; k++) {
 		warm_common_stack(&w, 30, 0);
-		img.w[4 + 2 * k] = slot(&img, 4 + 2 * k + 2) + 4;
+		img.w[4 + 2 * k] = slot(&img, 4 + 2 * k + 2) + sizeof(uintptr_t) / 2;
 		check_traced_n(&w, MAXW, &traced);
 		assert_int_equal(traced, 0);
 		assert_int_equal(last_ref.v.reasons, RELSTACK_UNRELIABLE_MISALIGNED);
