@@ -54,6 +54,9 @@ static uintptr_t lib_gap_text(void) { return cfi_ra_of_kind(cfi_of_addr(lib_fp_t
 
 static uintptr_t slot(size_t i) { return (uintptr_t)&stk[i]; }
 
+/* Half a word: a frame pointer this far off a slot is misaligned. */
+#define MISALIGN (sizeof(uintptr_t) / 2)
+
 static void frame(size_t i, uintptr_t next, uintptr_t ra)
 {
 	stk[i] = next;
@@ -200,13 +203,13 @@ static void misaligned_frame_pointer_after_a_run_in_one_object_is_misaligned(voi
 	frame(4, slot(10), fp_text());
 	frame(10, slot(16), fp_text() + 1);
 	frame(16, slot(22), fp_text() + 2);
-	frame(22, slot(30) + 4, fp_text() + 3);
+	frame(22, slot(30) + MISALIGN, fp_text() + 3);
 	/* the misaligned record reads as a perfect last frame: next 0, ra in the same object */
 	{
 		uintptr_t zero = 0, ra = fp_text() + 4;
 
-		memcpy((char *)&stk[30] + 4, &zero, sizeof(zero));
-		memcpy((char *)&stk[30] + 12, &ra, sizeof(ra));
+		memcpy((char *)&stk[30] + MISALIGN, &zero, sizeof(zero));
+		memcpy((char *)&stk[30] + MISALIGN + sizeof(zero), &ra, sizeof(ra));
 	}
 	fake_walk(&w, slot(4));
 	n = rs_unwind_walk(&w, words, 16, &v);
