@@ -76,6 +76,11 @@ struct rs_fast_cache {
 	 */
 	uintptr_t exit_ra;
 	uintptr_t exit_off;
+	/*
+	 * Non-zero: the tail is pinned (unwind.c, struct tail) and holds only
+	 * at the frame record at this address.
+	 */
+	uintptr_t exit_fp;
 	uintptr_t tail_top;
 	uint32_t tail_n;
 	uint64_t tail_word[2][RS_TAIL_WORDS];

@@ -318,6 +318,12 @@ static bool is_outermost(const struct rs_objtab_view *v, uintptr_t ra)
  */
 struct tail {
 	bool on;
+	/*
+	 * A CFA of the tail was a value it read (a saved frame pointer, among
+	 * its slots): the tail holds only at this very frame record fp, where
+	 * its slots are the same stack words.
+	 */
+	bool pinned;
 	uint32_t reasons; /* the walk's reasons where the tail started: the tail adds none */
 	uintptr_t fp, ra;
 	unsigned n, slots;
@@ -376,7 +382,7 @@ RS_WALK_ATTRS static bool tail_from_cache(const struct rs_objtab_view *v, uintpt
 {
 	const struct rs_fast_cache *c = &rs_tls.fast;
 	uint64_t g = atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed), w[RS_TAIL_WORDS];
-	uintptr_t off[RS_TAIL_SLOTS], tt;
+	uintptr_t off[RS_TAIL_SLOTS], tt, efp;
 	uint32_t tn;
 	bool same = true;
 
@@ -389,10 +395,11 @@ RS_WALK_ATTRS static bool tail_from_cache(const struct rs_objtab_view *v, uintpt
 		off[i] = c->slot_off[i];
 	tt = c->tail_top;
 	tn = c->tail_n;
+	efp = c->exit_fp;
 	atomic_signal_fence(memory_order_acquire);
 	/* L3 before the slots are read: offsets, tail_top and tail_n are one store's */
 	if (atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g || !tn || tt > hi - fp ||
-	    (size_t)(out_end - *out_io) < tn)
+	    (efp && efp != fp) || (size_t)(out_end - *out_io) < tn)
 		return false;
 	for (unsigned i = 0; i < RS_TAIL_SLOTS; i++)
 		same &= rs_load(fp + off[i]) == c->slot_val[i];
@@ -412,7 +419,8 @@ static bool tail_cached(const struct tail *t, const struct rs_objtab_view *v)
 {
 	const struct rs_fast_cache *c = &rs_tls.fast;
 
-	if (c->seq != v->seq || c->exit_ra != t->ra || c->tail_n != t->n || c->tail_top != t->top)
+	if (c->seq != v->seq || c->exit_ra != t->ra || c->exit_fp != (t->pinned ? t->fp : 0) || c->tail_n != t->n ||
+	    c->tail_top != t->top)
 		return false;
 	for (unsigned i = 0; i < t->slots; i++)
 		if (c->slot_off[i] != t->slot_off[i] || c->slot_val[i] != t->slot_val[i])
@@ -506,6 +514,7 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 	}
 	if (t) {
 		rs_tls.fast.exit_ra = t->ra;
+		rs_tls.fast.exit_fp = t->pinned ? t->fp : 0;
 		rs_tls.fast.tail_top = t->top;
 		rs_tls.fast.tail_n = t->n;
 		memcpy(rs_tls.fast.tail_word, t->word, sizeof(t->word));
@@ -865,6 +874,7 @@ cross:
 			t.reasons = reasons;
 			t.fp = fp;
 			t.ra = ra;
+			t.pinned = false;
 			t.n = t.slots = 0;
 			t.top = RS_ARCH_FRAME_SIZE;
 cfi:
@@ -901,8 +911,12 @@ cfi:
 					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					goto walk_end;
 				}
-				if (row.cfa_on_fp)
-					t.on = false; /* the CFA depends on a value, not on where the frame is */
+				if (row.cfa_on_fp && t.on) {
+					/* the CFA is a value: a slot of the tail (the record's, if it is next), which is pinned */
+					if (cfp_is_next)
+						tail_load(&t, t.fp + RS_ARCH_FRAME_NEXT * RS_W, d);
+					t.pinned = true;
+				}
 				cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
 				/* the caller's frame is above this one and inside the window */
 				if (cfa <= sp || cfa > hi) {
@@ -1128,7 +1142,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	  struct walk_resume *rs)
 {
 	uint64_t *out = words + n0, g, epoch;
-	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, tt, o0, o1, o2;
+	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, tt, o0, o1, o2, efp;
 	uint32_t tn;
 
 	/*
@@ -1183,6 +1197,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	o1 = rs_tls.fast.slot_off[1];
 	o2 = rs_tls.fast.slot_off[2];
 	tt = rs_tls.fast.tail_top;
+	efp = rs_tls.fast.exit_fp;
 	atomic_signal_fence(memory_order_acquire);
 	/*
 	 * L3 before the slots are read: the offsets and tail_top are then
@@ -1191,7 +1206,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	 */
 	if (rs_unlikely(atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g))
 		goto from_start;
-	if (rs_unlikely(tt > hi - fp))
+	if (rs_unlikely(tt > hi - fp || (efp && efp != fp))) /* a pinned tail: only at its own frame record */
 		goto hand_over;
 	if (rs_unlikely(((load_word(fp + o0) ^ rs_tls.fast.slot_val[0]) | (load_word(fp + o1) ^ rs_tls.fast.slot_val[1]) |
 			 (load_word(fp + o2) ^ rs_tls.fast.slot_val[2])) != 0))

@@ -905,11 +905,10 @@ struct real_case {
 static struct real_case main_case, thread_case, chain_case;
 
 /*
- * Whether a walk caches the tail of the absolute words @w: the first frame
- * in an object without frame pointers finds its CFA from the stack
- * pointer, and the frame before it did not realign its stack (unwind.c,
- * drap_cfa()).  On i386 neither holds for the C library's thread starts
- * nor for main(): those tails are walked by CFI every time.
+ * Whether a walk caches the tail of the absolute words @w: the frame
+ * before the first frame in an object without frame pointers did not
+ * realign its stack (unwind.c, drap_cfa()).  On i386 main() does: its
+ * tail is walked by CFI every time.
  */
 static bool tail_cacheable(const uint64_t *w, size_t n)
 {
@@ -920,9 +919,6 @@ static bool tail_cacheable(const uint64_t *w, size_t n)
 
 		if (!rs_objtab_lookup((uintptr_t)w[i], &l) || !(l.flags & RELSTACK_OBJECT_NO_FP))
 			continue;
-		o = cfi_of_addr((uintptr_t)w[i]);
-		if (!o || rs_cfi_row_at(o, (uintptr_t)w[i] - 1, &row) || row.cfa_on_fp)
-			return false;
 		o = cfi_of_addr((uintptr_t)w[i - 1]);
 		return !(o && rs_cfi_row_at(o, (uintptr_t)w[i - 1] - 1, &row) == -ENOTSUP && row.cfa_deref);
 	}
