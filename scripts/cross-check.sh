@@ -66,7 +66,6 @@ aarch64)
 	exit 2
 	;;
 esac
-[ -f "cross/$arch.ini" ] || skip "no meson cross file cross/$arch.ini"
 build=build-$arch
 sysroot=$(pwd)/build-$arch-sysroot
 extract="libtracecmd-dev libtracecmd1"
@@ -75,6 +74,8 @@ skip() {
 	echo "cross-check: $arch skipped: $*" >&2
 	exit 77
 }
+
+[ -f "cross/$arch.ini" ] || skip "no meson cross file cross/$arch.ini"
 
 installed() { # PKG... -> true if every one is installed
 	for p in "$@"; do
@@ -96,7 +97,7 @@ apt_install() {
 		return 1
 	fi
 	sim=$(apt-get install -s --no-install-recommends "$@" 2>&1) || {
-		echo "$sim" | grep -E '^ |^E:' | head -5
+		echo "$sim" | grep -E '^ |^E:' | head -5 | tr -s ' \n' ' '
 		return 1
 	}
 	if echo "$sim" | grep -q '^Remv'; then
