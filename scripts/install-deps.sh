@@ -10,6 +10,12 @@ binutils gdb valgrind libc6-dbg python3 linux-perf
 libtracefs-dev libtraceevent-dev libtracecmd-dev trace-cmd
 protobuf-compiler chromium"
 
+# The cross builds' compilers and libraries (make check-cross): an
+# architecture whose packages cannot be installed is skipped there, saying why.
+for arch in i386 aarch64; do
+	"$(dirname "$0")/cross-check.sh" --install "$arch" || true
+done
+
 missing=""
 for p in $pkgs; do
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
@@ -17,20 +23,14 @@ for p in $pkgs; do
 	fi
 done
 
-if [ -n "$missing" ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "relstack: missing Debian packages:$missing; run as root or install them" >&2
-		exit 1
-	fi
-	echo "relstack: installing$missing" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+[ -z "$missing" ] && exit 0
 
-# The cross builds' compilers and libraries (make check-cross): an
-# architecture whose packages cannot be installed is skipped there, saying why.
-for arch in i386 aarch64; do
-	"$(dirname "$0")/cross-check.sh" --install "$arch" || true
-done
+if [ "$(id -u)" -ne 0 ]; then
+	echo "relstack: missing Debian packages:$missing; run as root or install them" >&2
+	exit 1
+fi
+echo "relstack: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
