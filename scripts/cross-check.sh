@@ -39,12 +39,12 @@ native=${2:-build}
 cd "$(dirname "$0")/.."
 timed=./scripts/timed.sh
 
-# Per architecture: the Debian architecture, the packages for the
+# Per architecture: the Debian architecture and its multiarch directory, the packages for the
 # compiler, the two library sets (installed as PKG:DEBARCH), the suites
 # the ARCH build cannot run and why.
 case $arch in
 i386)
-	debarch=i386
+	debarch=i386 multiarch=i386-linux-gnu
 	tools="libc6-dev-i386 lib32gcc-12-dev lib32stdc++-12-dev"
 	capture_libs="libcmocka-dev libc6-dbg"
 	decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
@@ -53,7 +53,7 @@ i386)
 	no_suites="kernel"
 	;;
 aarch64)
-	debarch=arm64
+	debarch=arm64 multiarch=aarch64-linux-gnu
 	tools="gcc-aarch64-linux-gnu qemu-user-static"
 	capture_libs="libc6-dev libcmocka-dev"
 	decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
@@ -143,7 +143,6 @@ decode=false
 install_deps
 $install_only && exit 0
 
-multiarch=$(dpkg-architecture -a"$debarch" -qDEB_HOST_MULTIARCH 2>/dev/null)
 export LD_LIBRARY_PATH="$sysroot/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # The benchmarks are built (bench/cross.sh runs bench_cross of both builds).
