@@ -5,8 +5,13 @@
  * and a buffer file of such stacks for decoding elsewhere.
  *
  *   bench_cross capture DEPTH N   N captures, DEPTH frames below main
+ *   bench_cross thread DEPTH N    the same in a thread, DEPTH frames below
+ *                                 its start routine (on i386 the main
+ *                                 thread's tail is walked by CFI each time:
+ *                                 main() realigns its stack, docs/unwinder.md)
  *   bench_cross record FILE N     N records of the stack 32 frames below main
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +46,26 @@ __attribute__((noinline)) static void descend(int depth, int mode)
 	__asm__ volatile("" ::: "memory");
 }
 
+static int thread_depth;
+
+static void *thread_main(void *arg)
+{
+	relstack_thread_register();
+	descend(thread_depth, 0);
+	return arg;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "thread") == 0) {
+		pthread_t t;
+
+		count = strtoul(argv[3], NULL, 0);
+		thread_depth = atoi(argv[2]);
+		if (pthread_create(&t, NULL, thread_main, NULL) || pthread_join(t, NULL))
+			return 1;
+		return 0;
+	}
 	if (argc == 4 && strcmp(argv[1], "capture") == 0) {
 		count = strtoul(argv[3], NULL, 0);
 		relstack_thread_register();
@@ -62,6 +85,6 @@ int main(int argc, char **argv)
 		descend(32, 1);
 		return relstack_recorder__close(rec) ? 1 : 0;
 	}
-	fprintf(stderr, "usage: bench_cross capture DEPTH N | record FILE N\n");
+	fprintf(stderr, "usage: bench_cross capture|thread DEPTH N | record FILE N\n");
 	return 2;
 }

@@ -2,8 +2,9 @@
 # Other architectures against the native one, in instructions counted by
 # callgrind (emulated and native runs count alike, time would not):
 #
-#   capture at depth 32: bench_cross of each build, (Ir for N2 captures -
-#   Ir for N1) / (N2 - N1), so start-up and set-up cancel out;
+#   capture at depth 32, in the main thread and in another: bench_cross of
+#   each build, (Ir for N2 captures - Ir for N1) / (N2 - N1), so start-up
+#   and set-up cancel out;
 #   decoding: the native relstack (report and dump) on a file of N records
 #   written by each build, per record the same way, so that a foreign file
 #   is shown to decode at the native rate.
@@ -35,20 +36,24 @@ per() { # A B N1 N2 -> (B - A) / (N2 - N1)
 	awk -v a="$1" -v b="$2" -v n1="$3" -v n2="$4" 'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }'
 }
 
-# capture at depth 32
-for b in native cross; do
-	eval "dir=\$$b"
-	w=""
-	[ "$b" = cross ] && w=$wrapper
-	# shellcheck disable=SC2086
-	a=$(count $w "$dir/bench/bench_cross" capture 32 $n1)
-	# shellcheck disable=SC2086
-	c=$(count $w "$dir/bench/bench_cross" capture 32 $n2)
-	eval "cap_$b=$(per "$a" "$c" $n1 $n2)"
+# capture at depth 32, in the main thread and in another thread
+for where in capture thread; do
+	for b in native cross; do
+		eval "dir=\$$b"
+		w=""
+		[ "$b" = cross ] && w=$wrapper
+		# shellcheck disable=SC2086
+		a=$(count $w "$dir/bench/bench_cross" $where 32 $n1)
+		# shellcheck disable=SC2086
+		c=$(count $w "$dir/bench/bench_cross" $where 32 $n2)
+		eval "cap_$b=$(per "$a" "$c" $n1 $n2)"
+	done
+	name=cross_capture_d32_ir
+	[ "$where" = thread ] && name=cross_capture_thread_d32_ir
+	echo "${name}_native: $cap_native instructions/capture"
+	echo "${name}_foreign: $cap_cross instructions/capture ($arch)"
+	awk -v a="$cap_cross" -v b="$cap_native" -v n="${name}_foreign" 'BEGIN { printf "%s: ratio %.2f vs native\n", n, a / b }'
 done
-echo "cross_capture_d32_ir_native: $cap_native instructions/capture"
-echo "cross_capture_d32_ir_foreign: $cap_cross instructions/capture ($arch)"
-awk -v a="$cap_cross" -v b="$cap_native" 'BEGIN { printf "cross_capture_d32_ir_foreign: ratio %.2f vs native\n", a / b }'
 
 # decoding a file of each build with the native relstack
 for b in native cross; do
