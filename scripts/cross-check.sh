@@ -39,15 +39,16 @@ native=${2:-build}
 cd "$(dirname "$0")/.."
 timed=./scripts/timed.sh
 
-# Per architecture: the Debian architecture and its multiarch directory, the packages for the
-# compiler, the two library sets (installed as PKG:DEBARCH), the suites
-# the ARCH build cannot run and why.
+# The decoder's libraries, the same for every architecture; per
+# architecture: the Debian architecture and its multiarch directory, the
+# compiler's packages, the capture side's libraries (installed as
+# PKG:DEBARCH), the suites the ARCH build cannot run and why.
+decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
 case $arch in
 i386)
 	debarch=i386 multiarch=i386-linux-gnu
 	tools="libc6-dev-i386 lib32gcc-12-dev lib32stdc++-12-dev"
 	capture_libs="libcmocka-dev libc6-dbg"
-	decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
 	# the kernel recorder records the running 64-bit kernel: an i386
 	# build of it has no kernel of its own to record
 	no_suites="kernel"
@@ -56,7 +57,6 @@ aarch64)
 	debarch=arm64 multiarch=aarch64-linux-gnu
 	tools="gcc-aarch64-linux-gnu qemu-user-static"
 	capture_libs="libc6-dev libcmocka-dev"
-	decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
 	# the kernel recorder needs the host kernel's tracefs, which user-mode
 	# emulation does not translate
 	no_suites="kernel"
