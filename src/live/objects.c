@@ -78,7 +78,7 @@ static bool load_span(const ElfW(Phdr) *ph, unsigned n, uintptr_t page, uintptr_
 		if (ph[i].p_vaddr + ph[i].p_memsz > *hi)
 			*hi = ph[i].p_vaddr + ph[i].p_memsz;
 	}
-	if (*hi <= *lo || *hi - *lo > ((uintptr_t)1 << 40))
+	if (*hi <= *lo || (*hi - *lo) >> 20 > ((uintptr_t)1 << 20)) /* beyond 2^40 bytes */
 		return false;
 	*hi = (*hi + page - 1) & ~(page - 1);
 	return true;
