@@ -15,7 +15,8 @@ tool="$build/tests/system/cfi_tables"
 libc=$(ldd "$tool" | awk '/libc.so/ { print $3 }')
 ldso=$(ldd "$tool" | awk '/ld-linux/ { print $1 }')
 files="$libc $ldso"
-for f in /usr/lib/x86_64-linux-gnu/libstdc++.so.6 "$build/src/librelstack.so"; do
+# the C++ library of the tool's own architecture, where its multiarch directory has one
+for f in "$(dirname "$libc")/libstdc++.so.6" "$build/src/librelstack.so"; do
 	[ -f "$f" ] && files="$files $(readlink -f "$f")"
 done
 "$tool" --repeat 20 $files | awk '

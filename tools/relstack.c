@@ -342,7 +342,7 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 }
 
 /* The largest buffer file read from standard input. */
-#define STDIN_MAX (1ull << 32)
+#define STDIN_MAX ((size_t)1 << (sizeof(size_t) > 4 ? 32 : 31)) /* (the doubling below stays in a size_t) */
 
 /* Read all of standard input, or exit 2. */
 static void *read_stdin(size_t *len)

@@ -50,6 +50,9 @@
 
 #include "relstack-local.h"
 
+/* The ELF class of this process's objects, the one ElfW() names. */
+#define RS_ELF_NATIVE_CLASS (__ELF_NATIVE_CLASS == 64 ? ELFCLASS64 : ELFCLASS32)
+
 /* How to find a register of the caller. */
 enum rs_cfi_rule {
 	RS_CFI_SAME = 0,      /* unchanged */
@@ -65,6 +68,12 @@ enum rs_cfi_rule {
 struct rs_cfi_row {
 	int64_t cfa_off, ra_off, fp_off;
 	bool cfa_on_fp;
+	/*
+	 * The CFA is the word at fp + cfa_off: a function that realigned its
+	 * stack through a DRAP.  Such a row comes with -ENOTSUP from a lookup
+	 * (the walk follows it only from the function's frame record).
+	 */
+	bool cfa_deref;
 	uint8_t ra_rule, fp_rule; /* enum rs_cfi_rule */
 };
 

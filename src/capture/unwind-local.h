@@ -14,12 +14,8 @@
 #include "relstack/unwind.h"
 #include "relstack-local.h"
 
-/* Architecture code, replaced by path: one line per CPU. */
-#if defined(__x86_64__)
-#include "capture/arch/x86_64/unwind-arch.h"
-#else
-#error "relstack: no frame-pointer unwinder for this architecture yet (src/capture/arch/)"
-#endif
+/* Architecture code, replaced by path: src/capture/arch/<cpu>/, chosen by the build. */
+#include "unwind-arch.h"
 
 /* [lo, hi): a range of stack memory that may be read. */
 struct rs_stack_range {
@@ -80,6 +76,11 @@ struct rs_fast_cache {
 	 */
 	uintptr_t exit_ra;
 	uintptr_t exit_off;
+	/*
+	 * Non-zero: the tail is pinned (unwind.c, struct tail) and holds only
+	 * at the frame record at this address.
+	 */
+	uintptr_t exit_fp;
 	uintptr_t tail_top;
 	uint32_t tail_n;
 	uint64_t tail_word[2][RS_TAIL_WORDS];

@@ -254,6 +254,41 @@ static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool
 }
 
 /*
+ * The CFA of the frame record at @fp when the function it belongs to
+ * (@pc in it, a return address unless @exact) realigned its stack through
+ * a DRAP (cfi.h, cfa_deref: every i386 main()): the frame record then
+ * holds a copy of the return address, and the caller's stack starts at the
+ * CFA, above the realignment, not just above the record.  Returns that
+ * CFA, read from fp + the row's offset and proven by the return address
+ * slot it names holding @ra; 0 when the function did not realign (its
+ * CFA is fp + RS_ARCH_FRAME_SIZE) or the proof fails.  Reads only inside
+ * [lo, hi), each at its address + @d.
+ */
+static uintptr_t drap_cfa(const struct rs_objtab_view *v, uintptr_t pc, bool exact, uintptr_t fp, uintptr_t ra,
+			  uintptr_t lo, uintptr_t hi, intptr_t d, uint32_t *reasons)
+{
+	const struct rs_cfi_table *o = pc ? cfi_of(v, pc - !exact) : NULL;
+	struct rs_cfi_row row;
+	uintptr_t at, cfa, slot;
+
+	if (!o || rs_cfi_row_at(o, pc - !exact, &row) != -ENOTSUP || !row.cfa_deref)
+		return 0;
+	at = fp + (uintptr_t)row.cfa_off;
+	if (at < lo || at > hi - RS_W) {
+		*reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+		return 0;
+	}
+	cfa = rs_load(at + d);
+	slot = cfa + (uintptr_t)row.ra_off;
+	if (cfa < fp + RS_ARCH_FRAME_SIZE || cfa > hi || (cfa & (RS_W - 1)) || slot < fp || slot > hi - RS_W ||
+	    rs_load(slot + d) != ra) {
+		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+		return 0;
+	}
+	return cfa;
+}
+
+/*
  * The end of a thread's stack, and the frames a walk reads through CFI
  * (functions in objects that keep no frame pointers, such as Debian's C
  * library): docs/unwinder.md, "The end of the stack".
@@ -284,6 +319,12 @@ static bool is_outermost(const struct rs_objtab_view *v, uintptr_t ra)
  */
 struct tail {
 	bool on;
+	/*
+	 * A CFA of the tail was a value it read (a saved frame pointer, among
+	 * its slots): the tail holds only at this very frame record fp, where
+	 * its slots are the same stack words.
+	 */
+	bool pinned;
 	uint32_t reasons; /* the walk's reasons where the tail started: the tail adds none */
 	uintptr_t fp, ra;
 	unsigned n, slots;
@@ -342,7 +383,7 @@ RS_WALK_ATTRS static bool tail_from_cache(const struct rs_objtab_view *v, uintpt
 {
 	const struct rs_fast_cache *c = &rs_tls.fast;
 	uint64_t g = atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed), w[RS_TAIL_WORDS];
-	uintptr_t off[RS_TAIL_SLOTS], tt;
+	uintptr_t off[RS_TAIL_SLOTS], tt, efp;
 	uint32_t tn;
 	bool same = true;
 
@@ -355,10 +396,11 @@ RS_WALK_ATTRS static bool tail_from_cache(const struct rs_objtab_view *v, uintpt
 		off[i] = c->slot_off[i];
 	tt = c->tail_top;
 	tn = c->tail_n;
+	efp = c->exit_fp;
 	atomic_signal_fence(memory_order_acquire);
 	/* L3 before the slots are read: offsets, tail_top and tail_n are one store's */
 	if (atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g || !tn || tt > hi - fp ||
-	    (size_t)(out_end - *out_io) < tn)
+	    (efp && efp != fp) || (size_t)(out_end - *out_io) < tn)
 		return false;
 	for (unsigned i = 0; i < RS_TAIL_SLOTS; i++)
 		same &= rs_load(fp + off[i]) == c->slot_val[i];
@@ -378,7 +420,8 @@ static bool tail_cached(const struct tail *t, const struct rs_objtab_view *v)
 {
 	const struct rs_fast_cache *c = &rs_tls.fast;
 
-	if (c->seq != v->seq || c->exit_ra != t->ra || c->tail_n != t->n || c->tail_top != t->top)
+	if (c->seq != v->seq || c->exit_ra != t->ra || c->exit_fp != (t->pinned ? t->fp : 0) || c->tail_n != t->n ||
+	    c->tail_top != t->top)
 		return false;
 	for (unsigned i = 0; i < t->slots; i++)
 		if (c->slot_off[i] != t->slot_off[i] || c->slot_val[i] != t->slot_val[i])
@@ -472,6 +515,7 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 	}
 	if (t) {
 		rs_tls.fast.exit_ra = t->ra;
+		rs_tls.fast.exit_fp = t->pinned ? t->fp : 0;
 		rs_tls.fast.tail_top = t->top;
 		rs_tls.fast.tail_n = t->n;
 		memcpy(rs_tls.fast.tail_word, t->word, sizeof(t->word));
@@ -650,7 +694,9 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	const intptr_t d = snap ? w->delta : 0;
 	uintptr_t owner_pc = w->pc;
 	bool owner_exact = true;
-	uintptr_t uc; /* a signal frame's ucontext: the CFA of the handler */
+	uintptr_t uc; /* a signal frame's saved context (rs_arch_sigframe_context()) */
+	int kind = 0; /* the kind of that signal frame (rs_arch_restorer_kind()) */
+	uintptr_t drap; /* the CFA of a frame record's function that realigned its stack (drap_cfa()), or 0 */
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
@@ -738,6 +784,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			lo = fp + RS_ARCH_FRAME_SIZE;
 			/* the fast path proper: frames in the same object, few registers live */
 			fp = fast_frames(next, &lo, top, &out, out_end, &f);
+			owner_pc = (uintptr_t)(out[-1] - f.delta); /* the last return address written */
+			owner_exact = false;
 			continue;
 		}
 
@@ -750,7 +798,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			struct rs_arch_context c;
 			const struct rs_stack_range *nr;
 
-			uc = rs_arch_sigframe_context(fp);
+			kind = rs_arch_restorer_kind(ra, v->restorer);
+			uc = rs_arch_sigframe_context(fp + RS_ARCH_FRAME_SIZE, kind);
 cross:
 			pending = RELSTACK_UNRELIABLE_SIGNAL_FRAME;
 			t.on = false; /* what follows depends on the ucontext, which no slot compares */
@@ -762,7 +811,7 @@ cross:
 				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 				break;
 			}
-			rs_arch_context_read((const void *)(uc + d), &c);
+			rs_arch_sigframe_read((const void *)(uc + d), kind, &c);
 			word = code_word(v, c.pc, relative, &reasons);
 			if (skip)
 				skip--;
@@ -801,9 +850,10 @@ cross:
 			continue;
 		} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 			co = view_cfi(v);
-			/* the caller resumes at ra, its stack just above the frame record */
+			/* the caller resumes at ra, its stack just above the frame record or its DRAP's CFA */
 			pc = ra;
-			sp = fp + RS_ARCH_FRAME_SIZE;
+			drap = drap_cfa(v, owner_pc, owner_exact, fp, ra, lo, hi, d, &reasons);
+			sp = drap ? drap : fp + RS_ARCH_FRAME_SIZE;
 			cfp = next;
 			cfp_known = cfp_is_next = true;
 			exact = false;
@@ -814,16 +864,18 @@ cross:
 				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 				goto write;
 			}
-			if (!skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
+			/* a cached tail reads its slots from the frame record: never one of a DRAP's CFA */
+			if (!skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
 			    tail_from_cache(v, fp, ra, hi, relative, &out, out_end)) {
 				end = true;
 				goto walk_end;
 			}
 			/* the arrays are filled as the tail grows: only what n and slots count is read */
-			t.on = !skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
+			t.on = !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
 			t.reasons = reasons;
 			t.fp = fp;
 			t.ra = ra;
+			t.pinned = false;
 			t.n = t.slots = 0;
 			t.top = RS_ARCH_FRAME_SIZE;
 cfi:
@@ -860,8 +912,12 @@ cfi:
 					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					goto walk_end;
 				}
-				if (row.cfa_on_fp)
-					t.on = false; /* the CFA depends on a value, not on where the frame is */
+				if (row.cfa_on_fp && t.on) {
+					/* the CFA is a value: a slot of the tail (the record's, if it is next), which is pinned */
+					if (cfp_is_next)
+						tail_load(&t, t.fp + RS_ARCH_FRAME_NEXT * RS_W, d);
+					t.pinned = true;
+				}
 				cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
 				/* the caller's frame is above this one and inside the window */
 				if (cfa <= sp || cfa > hi) {
@@ -900,8 +956,9 @@ cfi:
 					word = unknown_word(pc, relative);
 					t.on = false;
 				} else if (rs_unlikely(rs_objtab_view_is_restorer(v, pc))) {
-					/* the handler returns to the signal trampoline: its CFA is the ucontext */
-					uc = sp;
+					/* the handler returns to the signal trampoline, its CFA the signal frame's */
+					kind = rs_arch_restorer_kind(pc, v->restorer);
+					uc = rs_arch_sigframe_context(sp, kind);
 					goto cross;
 				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 					co = view_cfi(v);
@@ -1086,7 +1143,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	  struct walk_resume *rs)
 {
 	uint64_t *out = words + n0, g, epoch;
-	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, tt, o0, o1, o2;
+	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, tt, o0, o1, o2, efp;
 	uint32_t tn;
 
 	/*
@@ -1141,6 +1198,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	o1 = rs_tls.fast.slot_off[1];
 	o2 = rs_tls.fast.slot_off[2];
 	tt = rs_tls.fast.tail_top;
+	efp = rs_tls.fast.exit_fp;
 	atomic_signal_fence(memory_order_acquire);
 	/*
 	 * L3 before the slots are read: the offsets and tail_top are then
@@ -1149,7 +1207,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	 */
 	if (rs_unlikely(atomic_load_explicit(&rs_tls.fast.gen, memory_order_relaxed) != g))
 		goto from_start;
-	if (rs_unlikely(tt > hi - fp))
+	if (rs_unlikely(tt > hi - fp || (efp && efp != fp))) /* a pinned tail: only at its own frame record */
 		goto hand_over;
 	if (rs_unlikely(((load_word(fp + o0) ^ rs_tls.fast.slot_val[0]) | (load_word(fp + o1) ^ rs_tls.fast.slot_val[1]) |
 			 (load_word(fp + o2) ^ rs_tls.fast.slot_val[2])) != 0))

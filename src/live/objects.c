@@ -61,7 +61,7 @@ static void image_free(struct image *im)
 
 static bool phdrs_ok(const ElfW(Ehdr) *eh)
 {
-	return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+	return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == RS_ELF_NATIVE_CLASS &&
 	       eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phnum > 0 && eh->e_phnum < 4096;
 }
 
@@ -78,7 +78,7 @@ static bool load_span(const ElfW(Phdr) *ph, unsigned n, uintptr_t page, uintptr_
 		if (ph[i].p_vaddr + ph[i].p_memsz > *hi)
 			*hi = ph[i].p_vaddr + ph[i].p_memsz;
 	}
-	if (*hi <= *lo || *hi - *lo > ((uintptr_t)1 << 40))
+	if (*hi <= *lo || (*hi - *lo) >> 20 > ((uintptr_t)1 << 20)) /* beyond 2^40 bytes */
 		return false;
 	*hi = (*hi + page - 1) & ~(page - 1);
 	return true;

@@ -33,11 +33,8 @@
 
 #include "live/live.h"
 
-#if defined(__x86_64__)
-#include "live/arch/x86_64/live-arch.h"
-#else
-#error "relstack: no live snapshots for this architecture yet (src/live/arch/)"
-#endif
+/* src/live/arch/<cpu>/, chosen by the build */
+#include "live-arch.h"
 
 /* How long a thread may take to stop before it is reported as not stopped. */
 #define STOP_DEADLINE_NS 2000000000ull
@@ -119,6 +116,7 @@ int rs_live_thread_read(struct rs_live_snapshot *s, struct rs_live_thread *t, vo
 	const struct rs_live_map *m;
 	rs_live_arch_regs regs;
 	struct iovec iov = { &regs, sizeof(regs) }, local, remote;
+	uintptr_t red_zone;
 	uint64_t t0;
 	int inject = 0, e;
 	char msg[160];
@@ -150,9 +148,9 @@ int rs_live_thread_read(struct rs_live_snapshot *s, struct rs_live_thread *t, vo
 		e = -EFAULT;
 		goto release;
 	}
-	*lo = t->sp - RS_LIVE_ARCH_RED_ZONE >= m->start && t->sp >= RS_LIVE_ARCH_RED_ZONE ?
-		      t->sp - RS_LIVE_ARCH_RED_ZONE :
-		      m->start;
+	/* (m holds sp; a variable: the red zone is 0 on some CPUs) */
+	red_zone = RS_LIVE_ARCH_RED_ZONE;
+	*lo = t->sp - m->start >= red_zone ? t->sp - red_zone : m->start;
 	*hi = m->end;
 	if (*hi - *lo > STACK_COPY_MAX) {
 		e = -EFBIG;

@@ -123,9 +123,10 @@
  * reads its thread id with gettid(2) and keeps it in thread-local storage
  * (reset in a fork child).  relstack_recorder__thread_init() takes that
  * system call early for threads that must never make one.  Timestamps come
- * from the run clock (ring-clock.c): the time stamp counter when it can
- * stand for CLOCK_MONOTONIC (one rdtsc), else clock_gettime(CLOCK_MONOTONIC),
- * which the vDSO answers without entering the kernel.
+ * from the run clock (ring-clock.c): the CPU's counter when it can stand
+ * for CLOCK_MONOTONIC (one read, rs_arch_ticks()), else
+ * clock_gettime(CLOCK_MONOTONIC), which the vDSO answers without entering
+ * the kernel.
  *
  * A signal handler that interrupts a record of its own thread (the
  * thread's `busy` flag is set) does not touch the thread's chunk: it takes

@@ -17,9 +17,8 @@
  *
  * Signal frame (struct rt_sigframe, arch/x86/include/asm/sigframe.h): the
  * kernel enters the handler with %rsp pointing at pretcode, the return
- * address that leads to the restorer; the ucontext follows it.  The
- * handler's prologue pushes %rbp just below, so from the handler's frame
- * record the ucontext is at fp + 16.
+ * address that leads to the restorer; the ucontext follows it, at the
+ * handler's CFA (fp + 16 from its frame record).
  */
 #ifndef RELSTACK_ARCH_UNWIND_H
 #define RELSTACK_ARCH_UNWIND_H
@@ -30,6 +29,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <ucontext.h>
+
+#include "capture/ucontext-stack.h"
 
 /* Bytes of a frame record: the saved frame pointer, then the return address. */
 #define RS_ARCH_FRAME_SIZE 16u
@@ -58,6 +59,15 @@ static inline bool rs_arch_is_sigreturn(const unsigned char *pc)
 
 	memcpy(&w, pc, sizeof(w));
 	return w == 0x0f0000000fc0c748ull && pc[8] == 0x05;
+}
+
+/*
+ * The object's restorer (objtab.h) if its trampolines start at @pc, else
+ * 0: an arch-defined value, here the trampoline's address.
+ */
+static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
+{
+	return rs_arch_is_sigreturn(pc) ? (uintptr_t)pc : 0;
 }
 
 /*
@@ -160,10 +170,26 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 	return window;
 }
 
-/* The ucontext of a signal frame, given the frame record of its handler. */
-static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_fp)
+/*
+ * The kind of signal frame a return address @ra into an object with
+ * @restorer (rs_arch_restorer_at()) returns through, or -1 when it is no
+ * signal trampoline.  x86-64 has one kind, rt_sigreturn.
+ */
+static inline int rs_arch_restorer_kind(uintptr_t ra, uintptr_t restorer)
 {
-	return handler_fp + 16;
+	return ra == restorer ? 0 : -1;
+}
+
+/* Where a signal frame of @kind keeps the interrupted context, given its handler's CFA. */
+static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_cfa, int kind)
+{
+	return handler_cfa;
+}
+
+/* The restorers fpcheck.c finds without CFI: none, the C library's has its signal CIE. */
+static inline uintptr_t rs_arch_find_restorer(uintptr_t text_start, uintptr_t text_end)
+{
+	return 0;
 }
 
 /* Bytes of a ucontext_t the walker reads: up to the end of the general registers. */
@@ -183,15 +209,23 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	c->pc = (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
 	c->sp = (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
 	c->fp = (uintptr_t)u->uc_mcontext.gregs[REG_RBP];
-	/* setup_rt_frame() saves the thread's sigaltstack settings in uc_stack */
-	if (!(u->uc_stack.ss_flags & SS_DISABLE) && u->uc_stack.ss_size) {
-		c->alt_lo = (uintptr_t)u->uc_stack.ss_sp;
-		c->alt_hi = c->alt_lo + u->uc_stack.ss_size;
-		if (c->alt_hi < c->alt_lo)
-			c->alt_lo = c->alt_hi = 0;
-	} else {
-		c->alt_lo = c->alt_hi = 0;
-	}
+	rs_ucontext_alt_stack(u, &c->alt_lo, &c->alt_hi);
+}
+
+/* The context a signal frame of @kind keeps at @p (RS_ARCH_CONTEXT_READ_SIZE readable bytes). */
+static inline void rs_arch_sigframe_read(const void *p, int kind, struct rs_arch_context *c)
+{
+	rs_arch_context_read(p, c);
+}
+
+/* The inverse, for tests and snapshots that build a context: pc, sp and fp into @uc. */
+static inline void rs_arch_context_set(void *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp)
+{
+	ucontext_t *u = uc;
+
+	u->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+	u->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	u->uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
 }
 
 #endif
