@@ -232,7 +232,11 @@ static inline int32_t table_word(const unsigned char *p)
  *   2: the frame pointer's offset from the CFA (int16)
  * All zero is a gap: a region emptied reads as no rows.
  */
-enum kind { KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP = 3, KIND_CFA_FP = 4 };
+enum kind {
+	KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP = 3, KIND_CFA_FP = 4,
+	/* the return address in its register (RS_ARCH_RA_IN_REGISTER), the offset byte 0 */
+	KIND_LR_CFA_SP = 5, KIND_LR_CFA_FP = 6,
+};
 
 #define ROW_SCALED 0x20u
 
@@ -247,13 +251,19 @@ static int row_of(const struct state *st, struct rs_cfi_row *row)
 		row->ra_rule = RS_CFI_UNDEFINED; /* the outermost frame: no CFA needed */
 		return 0;
 	}
-	if (st->ra.kind != RS_CFI_OFFSET || st->cfa_expr ||
+	/* a return address still in its register (aarch64's x30 in a leaf): RS_CFI_SAME */
+	if (RS_ARCH_RA_IN_REGISTER && (st->ra.kind == RULE_NONE || st->ra.kind == RS_CFI_SAME))
+		row->ra_rule = RS_CFI_SAME;
+	else if (st->ra.kind != RS_CFI_OFFSET)
+		return -ENOTSUP;
+	else
+		row->ra_rule = RS_CFI_OFFSET;
+	if (st->cfa_expr ||
 	    (st->cfa_reg != RS_ARCH_DWARF_SP && st->cfa_reg != RS_ARCH_DWARF_FP) || st->fp.kind == RULE_UNSUPPORTED)
 		return -ENOTSUP;
 	row->cfa_on_fp = st->cfa_reg == RS_ARCH_DWARF_FP;
 	row->cfa_off = st->cfa_off;
-	row->ra_rule = RS_CFI_OFFSET;
-	row->ra_off = st->ra.off;
+	row->ra_off = row->ra_rule == RS_CFI_OFFSET ? st->ra.off : 0;
 	row->fp_rule = st->fp.kind == RULE_NONE ? RS_CFI_SAME : st->fp.kind;
 	row->fp_off = st->fp.off;
 	return 0;
@@ -288,7 +298,9 @@ static struct packed pack(int err, const struct rs_cfi_row *row)
 		fp /= (int64_t)sizeof(uintptr_t);
 		scaled = ROW_SCALED;
 	}
-	p.w[0] = (uint16_t)((row->cfa_on_fp ? KIND_CFA_FP : KIND_CFA_SP) | (unsigned)row->fp_rule << 3 | scaled |
+	p.w[0] = (uint16_t)((row->ra_rule == RS_CFI_SAME ? (row->cfa_on_fp ? KIND_LR_CFA_FP : KIND_LR_CFA_SP)
+							 : (row->cfa_on_fp ? KIND_CFA_FP : KIND_CFA_SP)) |
+			    (unsigned)row->fp_rule << 3 | scaled |
 			    (unsigned)(uint8_t)(int8_t)row->ra_off << 8);
 	p.w[1] = (uint16_t)(int16_t)cfa;
 	p.w[2] = (uint16_t)(int16_t)fp;
@@ -309,8 +321,10 @@ static int unpack(const struct packed *p, struct rs_cfi_row *row)
 		return 0;
 	case KIND_CFA_SP:
 	case KIND_CFA_FP:
-		row->cfa_on_fp = kind == KIND_CFA_FP;
-		row->ra_rule = RS_CFI_OFFSET;
+	case KIND_LR_CFA_SP:
+	case KIND_LR_CFA_FP:
+		row->cfa_on_fp = kind == KIND_CFA_FP || kind == KIND_LR_CFA_FP;
+		row->ra_rule = kind >= KIND_LR_CFA_SP ? RS_CFI_SAME : RS_CFI_OFFSET;
 		row->ra_off = (int8_t)(uint8_t)(p->w[0] >> 8);
 		row->fp_rule = (p->w[0] >> 3) & 3;
 		row->cfa_off = (int16_t)p->w[1] * scale;

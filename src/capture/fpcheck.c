@@ -10,7 +10,11 @@
  * the few that need a frame anyway (alloca, VLAs, stack realignment) move
  * it to %rbp.  So: count the FDEs of the object's in-memory .eh_frame
  * (found through PT_GNU_EH_FRAME) and those whose instructions move the
- * CFA to the frame pointer.  The object keeps frame pointers when at
+ * CFA to the frame pointer.  On aarch64 the CFA stays on the stack
+ * pointer with or without frame pointers, and a function that makes a
+ * frame record says so by saving x29 (RS_ARCH_FP_BY_SAVE): GCC saves it
+ * only for the record unless told -fomit-frame-pointer, and then seldom.
+ * The object keeps frame pointers when at
  * least RS_FP_PERCENT of its FDEs do.  An object with no .eh_frame
  * proves nothing either way and is marked as keeping none: its frames
  * are then unreliable ("no-fp-object"), never trusted on a guess.  (It
@@ -68,8 +72,11 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		uint64_t reg;
 
 		if (op & 0xc0) {                      /* advance_loc, offset, restore */
-			if ((op & 0xc0) == 0x80)
+			if ((op & 0xc0) == 0x80) {
 				get_uleb(&c);         /* offset */
+				if (RS_ARCH_FP_BY_SAVE && (op & 0x3f) == RS_ARCH_DWARF_FP)
+					return CFA_ON_FP;
+			}
 			continue;
 		}
 		switch (op) {
@@ -85,7 +92,13 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		case 0x02: skip(&c, 1); break;                          /* advance_loc1 */
 		case 0x03: skip(&c, 2); break;                          /* advance_loc2 */
 		case 0x04: skip(&c, 4); break;                          /* advance_loc4 */
-		case 0x05: case 0x09: case 0x14: case 0x2f:             /* two ulebs */
+		case 0x05:                                              /* offset_extended reg, off */
+			reg = get_uleb(&c);
+			get_uleb(&c);
+			if (RS_ARCH_FP_BY_SAVE && reg == RS_ARCH_DWARF_FP)
+				return CFA_ON_FP;
+			break;
+		case 0x09: case 0x14: case 0x2f:                        /* two ulebs */
 			get_uleb(&c); get_uleb(&c); break;
 		case 0x06: case 0x07: case 0x08: case 0x2e:             /* one uleb */
 			get_uleb(&c); break;
@@ -116,7 +129,13 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 			return CFA_NO_FRAME;
 		case 0x10: case 0x16:                                   /* (val_)expression reg, block */
 			get_uleb(&c); skip(&c, get_uleb(&c)); break;
-		case 0x11: case 0x15: get_uleb(&c); get_sleb(&c); break; /* offset_extended_sf, val_offset_sf */
+		case 0x11:                                              /* offset_extended_sf reg, soff */
+			reg = get_uleb(&c);
+			get_sleb(&c);
+			if (RS_ARCH_FP_BY_SAVE && reg == RS_ARCH_DWARF_FP)
+				return CFA_ON_FP;
+			break;
+		case 0x15: get_uleb(&c); get_sleb(&c); break;           /* val_offset_sf */
 		case 0x13: get_sleb(&c); moved = true; break;           /* def_cfa_offset_sf */
 		default: return CFA_MALFORMED;
 		}

@@ -36,6 +36,13 @@
 #define RS_ARCH_FRAME_NEXT 0 /* word index of the caller's frame pointer */
 #define RS_ARCH_FRAME_RA 1   /* word index of the return address */
 
+/* The record tops its frame: the CFA is the record + RS_ARCH_FRAME_SIZE. */
+#define RS_ARCH_RECORD_TOPS_FRAME 1
+/* A function keeps a frame pointer when its CFI moves the CFA to %rbp (fpcheck.c). */
+#define RS_ARCH_FP_BY_SAVE 0
+/* The return address column is no register: a return address is always on the stack. */
+#define RS_ARCH_RA_IN_REGISTER 0
+
 /* Registers of CFI (DWARF register numbers). */
 #define RS_ARCH_DWARF_FP 6  /* %rbp */
 #define RS_ARCH_DWARF_SP 7  /* %rsp */
@@ -43,6 +50,12 @@
 
 /* The frame record of the function this is expanded in. */
 #define rs_arch_frame_address() ((uintptr_t)__builtin_frame_address(0))
+
+/* A return address read from memory, as the walk looks it up: x86-64 signs none. */
+static inline uintptr_t rs_arch_strip_ra(uintptr_t ra)
+{
+	return ra;
+}
 
 /*
  * glibc's __restore_rt (sysdeps/unix/sysv/linux/x86_64/libc_sigaction.c):
@@ -160,10 +173,21 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 	return window;
 }
 
-/* The ucontext of a signal frame, given the frame record of its handler. */
-static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_fp)
+/*
+ * The ucontext of a signal frame, given its handler's frame record at
+ * @handler_fp (and the frame pointer that record saved, which x86-64 does
+ * not need).
+ */
+static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_fp, uintptr_t handler_next)
 {
+	(void)handler_next;
 	return handler_fp + 16;
+}
+
+/* The ucontext of a signal frame, given its handler's CFA: pretcode is popped by then. */
+static inline uintptr_t rs_arch_sigframe_context_at_cfa(uintptr_t cfa)
+{
+	return cfa;
 }
 
 /* Bytes of a ucontext_t the walker reads: up to the end of the general registers. */
@@ -172,6 +196,7 @@ static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_fp)
 /* What the walker takes from an interrupted context. */
 struct rs_arch_context {
 	uintptr_t pc, sp, fp;
+	uintptr_t lr; /* no link register: 0 */
 	uintptr_t alt_lo, alt_hi; /* the alternate signal stack the kernel reports; 0, 0 if none */
 };
 
@@ -183,6 +208,7 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	c->pc = (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
 	c->sp = (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
 	c->fp = (uintptr_t)u->uc_mcontext.gregs[REG_RBP];
+	c->lr = 0;
 	/* setup_rt_frame() saves the thread's sigaltstack settings in uc_stack */
 	if (!(u->uc_stack.ss_flags & SS_DISABLE) && u->uc_stack.ss_size) {
 		c->alt_lo = (uintptr_t)u->uc_stack.ss_sp;
@@ -192,6 +218,13 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	} else {
 		c->alt_lo = c->alt_hi = 0;
 	}
+}
+
+/* A signal frame's ucontext needs no check beyond its bounds: its place is fixed. */
+static inline bool rs_arch_sigframe_ok(const void *uc)
+{
+	(void)uc;
+	return true;
 }
 
 #endif
