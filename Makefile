@@ -6,7 +6,7 @@ TSAN    ?= build-tsan
 FUZZB   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps demo check test check-asan check-tsan bench fuzz install clean
+.PHONY: all deps demo check check-cross test check-asan check-tsan bench fuzz install clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -57,6 +57,18 @@ check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
 		$(TIMED) "ThreadSanitizer concurrency suite" $(MESON) test -C $(TSAN) --print-errorlogs --suite concurrency
 	$(TIMED) "fuzzing build" ninja -C $(FUZZB)
 	$(TIMED) "fuzzing" $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
+	$(MAKE) --no-print-directory check-cross
+
+# The other architectures (scripts/cross-check.sh): build, tests, and files
+# decoded across architectures.  One that cannot be built here (its
+# compiler or libraries cannot be installed) is skipped with the reason.
+CROSS_ARCHES ?= i386 aarch64
+
+check-cross: all
+	@for a in $(CROSS_ARCHES); do \
+		s=0; $(TIMED) "cross check $$a" ./scripts/cross-check.sh $$a $(BUILD) || s=$$?; \
+		if [ $$s -eq 77 ]; then echo "== cross check $$a: skipped"; elif [ $$s -ne 0 ]; then exit $$s; fi; \
+	done
 
 bench: all
 	./scripts/bench.sh $(BUILD)
@@ -69,4 +81,4 @@ install: all
 	$(MESON) install -C $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(TSAN) $(FUZZB)
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(FUZZB) $(CROSS_ARCHES:%=build-%) $(CROSS_ARCHES:%=build-%-sysroot)

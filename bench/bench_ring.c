@@ -31,9 +31,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include "relstack/relstack.h"
+#include "ring-arch.h" /* the counter the write step reads (src/ring/arch/<cpu>/) */
 
 #define DEPTH 32
 #define RECORD_BYTES (48 + DEPTH * 8)
@@ -117,7 +117,7 @@ static void do_whole(unsigned long n)
 static void do_tsc(unsigned long n)
 {
 	for (unsigned long i = 0; i < n; i++) {
-		uint64_t t = __rdtsc();
+		uint64_t t = rs_arch_ticks();
 
 		__asm__ volatile("" : : "r"(t) : "memory");
 	}

@@ -14,12 +14,8 @@
 #include "relstack/unwind.h"
 #include "relstack-local.h"
 
-/* Architecture code, replaced by path: one line per CPU. */
-#if defined(__x86_64__)
-#include "capture/arch/x86_64/unwind-arch.h"
-#else
-#error "relstack: no frame-pointer unwinder for this architecture yet (src/capture/arch/)"
-#endif
+/* Architecture code, replaced by path: src/capture/arch/<cpu>/, chosen by the build. */
+#include "unwind-arch.h"
 
 /* [lo, hi): a range of stack memory that may be read. */
 struct rs_stack_range {

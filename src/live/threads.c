@@ -33,11 +33,8 @@
 
 #include "live/live.h"
 
-#if defined(__x86_64__)
-#include "live/arch/x86_64/live-arch.h"
-#else
-#error "relstack: no live snapshots for this architecture yet (src/live/arch/)"
-#endif
+/* src/live/arch/<cpu>/, chosen by the build */
+#include "live-arch.h"
 
 /* How long a thread may take to stop before it is reported as not stopped. */
 #define STOP_DEADLINE_NS 2000000000ull

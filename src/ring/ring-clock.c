@@ -29,10 +29,12 @@
  * once per open.
  *
  * When the counter may stand for the clock: the CPU says its rate is
- * constant and it does not stop in idle states (constant_tsc and
- * nonstop_tsc in /proc/cpuinfo), and the kernel itself uses it as its
- * clocksource - which it does only after finding the counters of all CPUs
- * in step, something neither flag promises.  Otherwise, and when a test
+ * constant and it does not stop in idle states (rs_arch_counter_hz(), the
+ * CPU's code in src/ring/arch/<cpu>/: on x86, constant_tsc and nonstop_tsc
+ * in /proc/cpuinfo), and the kernel itself uses it as its clocksource -
+ * which it does only after finding the counters of all CPUs in step,
+ * something the CPU's word does not promise.  A CPU that publishes its
+ * counter's rate is taken at its word; otherwise the rate is measured.  Otherwise, and when a test
  * asks (rs_clock_no_tsc), records carry CLOCK_MONOTONIC as before.  The
  * flags are the CPU's and read once with the rate; the clocksource is asked
  * at every run, since the kernel may give the counter up (it does when it
@@ -80,38 +82,12 @@ size_t rs_read_small(const char *path, char *buf, size_t cap)
 	return got;
 }
 
-static bool has_word(const char *line, const char *w)
-{
-	size_t n = strlen(w);
-
-	for (const char *p = strstr(line, w); p; p = strstr(p + 1, w))
-		if ((p == line || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || p[n] == 0))
-			return true;
-	return false;
-}
-
-static bool kernel_uses_tsc(void)
+static bool kernel_uses_counter(void)
 {
 	char cs[32];
 
 	return rs_read_small("/sys/devices/system/clocksource/clocksource0/current_clocksource", cs, sizeof(cs)) &&
-	       strcmp(cs, "tsc\n") == 0;
-}
-
-static bool cpu_tsc_flags(void)
-{
-	char buf[8192]; /* the first CPU's block of /proc/cpuinfo is a few KiB */
-	char *flags, *eol;
-
-	if (!rs_read_small("/proc/cpuinfo", buf, sizeof(buf)))
-		return false;
-	flags = strstr(buf, "\nflags");
-	if (!flags)
-		return false;
-	eol = strchr(flags + 1, '\n');
-	if (eol)
-		*eol = 0;
-	return has_word(flags, "constant_tsc") && has_word(flags, "nonstop_tsc");
+	       strcmp(cs, RS_ARCH_CLOCKSOURCE "\n") == 0;
 }
 
 /* One moment on both clocks: the read of CLOCK_MONOTONIC between two counter reads, the tightest of a few. */
@@ -146,7 +122,7 @@ static uint64_t measure_rate(void)
 }
 
 #define RATE_UNKNOWN 0u
-#define RATE_NONE 1u /* the CPU's flags rule the counter out (no real rate is this low) */
+#define RATE_NONE 1u /* the CPU rules the counter out (no real rate is this low) */
 
 /*
  * The process's counter rate: measured once, at its first run that could
@@ -160,7 +136,11 @@ static uint64_t tsc_rate(void)
 	uint64_t hz = atomic_load_explicit(&process_rate, memory_order_relaxed);
 
 	if (hz == RATE_UNKNOWN) {
-		hz = cpu_tsc_flags() ? measure_rate() : RATE_NONE;
+		hz = rs_arch_counter_hz();
+		if (hz == RS_COUNTER_MEASURE)
+			hz = measure_rate();
+		else if (hz == RS_COUNTER_UNUSABLE)
+			hz = RATE_NONE;
 		if (hz != RATE_UNKNOWN) /* a counter that went back is measured again at the next run */
 			atomic_store_explicit(&process_rate, hz, memory_order_relaxed);
 	}
@@ -175,7 +155,7 @@ void rs_clock_pick(struct rs_run_head *h)
 	h->tsc_start = 0;
 	h->tsc_hz = 0;
 	h->monotonic_ns = rs_clock_ns(CLOCK_MONOTONIC);
-	if (rs_clock_no_tsc || !kernel_uses_tsc())
+	if (rs_clock_no_tsc || !kernel_uses_counter())
 		return;
 	hz = tsc_rate();
 	if (hz < RS_TSC_HZ_MIN || hz > RS_TSC_HZ_MAX)
@@ -198,8 +178,8 @@ void rs_clock_anchor(struct rs_run_head *h)
 	atomic_store_explicit(seq, odd, memory_order_relaxed);
 	/*
 	 * Orders the odd seq before the pair, and the release store after it
-	 * orders the pair before the even seq: x86-64 keeps store order anyway,
-	 * these keep the compiler from moving the stores.  A reader copying the
+	 * orders the pair before the even seq: on a CPU that keeps store order
+	 * they only keep the compiler from moving the stores.  A reader copying the
 	 * file while a flush runs may still copy a torn pair (a file copy does
 	 * not re-read seq); the 1 % agreement check in rs_clock_to_ns() drops
 	 * most of those, and a torn anchor moves times, never records.

@@ -21,7 +21,7 @@
 
 #include "relstack/entry.h"
 #include "relstack-local.h"
-#include "ring/arch/x86_64/ring-arch.h"
+#include "ring-arch.h" /* src/ring/arch/<cpu>/, chosen by the build */
 
 #define RS_FILE_MAGIC "RELSTACK"
 #define RS_FILE_VERSION 4u
@@ -372,6 +372,18 @@ RS_HIDDEN int rs_ring_write(struct rs_ring *r, const struct rs_rec_in *in);
 RS_HIDDEN void rs_ring_init(struct rs_ring *r);
 /* The write areas a run of @ring_size bytes gets on this machine. */
 RS_HIDDEN uint32_t rs_ring_areas(uint64_t ring_size);
+/*
+ * The CPU's side of the run clock (src/ring/arch/<cpu>/): whether the
+ * counter rs_arch_ticks() reads ticks at a constant rate, in idle states
+ * too.  Returns its rate in Hz where the CPU publishes it,
+ * RS_COUNTER_MEASURE where ring-clock.c must measure it, or
+ * RS_COUNTER_UNUSABLE.  Asked once per process.  Whether the kernel keeps
+ * the counter as its clocksource (RS_ARCH_CLOCKSOURCE, the name in
+ * /sys/devices/system/clocksource) is asked at every run.
+ */
+#define RS_COUNTER_UNUSABLE 0u
+#define RS_COUNTER_MEASURE 1u
+RS_HIDDEN uint64_t rs_arch_counter_hz(void);
 /* Test hook: when set before a recorder opens, its run gets this many areas (within the limits). */
 RS_HIDDEN extern uint32_t rs_ring_test_areas;
 /* Test hook: stop after writing part of a record, as if killed there. */
@@ -420,6 +432,18 @@ RS_HIDDEN size_t rs_read_small(const char *path, char *buf, size_t cap);
  */
 RS_HIDDEN void rs_clock_pick(struct rs_run_head *h);
 RS_HIDDEN void rs_clock_anchor(struct rs_run_head *h);
+/*
+ * The CPU's side of the run clock (src/ring/arch/<cpu>/): whether the
+ * counter rs_arch_ticks() reads ticks at a constant rate, in idle states
+ * too.  Returns its rate in Hz where the CPU publishes it,
+ * RS_COUNTER_MEASURE where ring-clock.c must measure it, or
+ * RS_COUNTER_UNUSABLE.  Asked once per process.  Whether the kernel keeps
+ * the counter as its clocksource (RS_ARCH_CLOCKSOURCE, the name in
+ * /sys/devices/system/clocksource) is asked at every run.
+ */
+#define RS_COUNTER_UNUSABLE 0u
+#define RS_COUNTER_MEASURE 1u
+RS_HIDDEN uint64_t rs_arch_counter_hz(void);
 /* Test hook: when set before a recorder opens, its run uses CLOCK_MONOTONIC. */
 RS_HIDDEN extern bool rs_clock_no_tsc;
 /* The reader's conversion of a record's time to CLOCK_MONOTONIC ns (validated run head). */

@@ -316,9 +316,7 @@ static ucontext_t *signal_frame(size_t hf, uintptr_t pc, uintptr_t sp, uintptr_t
 
 	frame(hf, 0x5a5a, crt_restorer());
 	memset(uc, 0, sizeof(*uc));
-	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
-	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
-	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+	rs_arch_context_set(uc, pc, sp, fp);
 	return uc;
 }
 
@@ -492,7 +490,12 @@ static void context_capture_at_a_pc_no_row_describes_says_asynchronous_start(voi
 	/* a real context of this thread, whose stack is registered */
 	assert_int_equal(relstack_thread_register(), 0);
 	assert_int_equal(getcontext(&uc), 0);
-	uc.uc_mcontext.gregs[REG_RIP] = (greg_t)lib_gap_text();
+	{
+		struct rs_arch_context c;
+
+		rs_arch_context_read(&uc, &c);
+		rs_arch_context_set(&uc, lib_gap_text(), c.sp, c.fp);
+	}
 	n = relstack_capture_context(&uc, words, 64, 0, &v);
 	assert_true(n >= 1);
 	assert_true(words[0] == word_of(lib_gap_text()));
@@ -762,9 +765,7 @@ static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 	stk[f + 2] = crt_restorer();
 	uc = (ucontext_t *)(void *)&stk[u1];
 	memset(uc, 0, sizeof(*uc));
-	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(entry - 1);
-	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)slot(z);
-	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)0x7777;
+	rs_arch_context_set(uc, entry - 1, slot(z), 0x7777);
 	stk[z] = outer;
 	fake_walk(&w, slot(4));
 	n = rs_unwind_walk(&w, words, 32, &v);

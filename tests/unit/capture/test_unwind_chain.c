@@ -474,6 +474,7 @@ __attribute__((noinline)) static void snapshot_here(void)
 	struct relstack_verdict lv, sv;
 	struct rs_thread_stack ts;
 	struct rs_walk w;
+	struct rs_arch_context uctx;
 	ucontext_t uc;
 	unsigned char *copy;
 	uintptr_t base;
@@ -486,7 +487,8 @@ __attribute__((noinline)) static void snapshot_here(void)
 	assert_true(ln >= 4);
 	assert_int_equal(lv.reasons, 0);
 	/* the live stack from the context's stack pointer up, copied elsewhere */
-	base = (uintptr_t)uc.uc_mcontext.gregs[REG_RSP];
+	rs_arch_context_read(&uc, &uctx);
+	base = uctx.sp;
 	assert_true(base >= ts.stack.lo && base < ts.stack.hi);
 	len = ts.stack.hi - base;
 	copy = malloc(len);
@@ -496,8 +498,8 @@ __attribute__((noinline)) static void snapshot_here(void)
 	memset(&w, 0, sizeof(w));
 	w.stack = ts.stack;
 	w.alt = ts.alt;
-	w.pc = (uintptr_t)uc.uc_mcontext.gregs[REG_RIP];
-	w.fp = (uintptr_t)uc.uc_mcontext.gregs[REG_RBP];
+	w.pc = uctx.pc;
+	w.fp = uctx.fp;
 	w.sp = base;
 	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;
 	w.flags = RELSTACK_CAPTURE_ABSOLUTE | RS_WALK_SNAPSHOT;

@@ -393,11 +393,11 @@ static void random_stack(struct rs_walk *w, const struct object *o)
 			size_t above = i + 2 + ucw;
 
 			memset(uc, 0, sizeof(*uc));
-			uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(rnd() % 2 ? o->base + 3 : odd_ra());
-			uc->uc_mcontext.gregs[REG_RSP] = (greg_t)slot(&img, above);
-			uc->uc_mcontext.gregs[REG_RBP] = (greg_t)slot(&img, above + (rnd() % 3));
+			size_t fpw = above + rnd() % 3;
+
+			rs_arch_context_set(uc, rnd() % 2 ? o->base + 3 : odd_ra(), slot(&img, above), slot(&img, fpw));
 			frame(&img, i, garbage(), ra);
-			i = above + (size_t)uc->uc_mcontext.gregs[REG_RBP] / 8 - slot(&img, above) / 8;
+			i = fpw;
 			continue;
 		}
 		frame(&img, i, nx, ra);

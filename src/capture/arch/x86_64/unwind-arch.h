@@ -220,6 +220,16 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	}
 }
 
+/* The inverse, for tests and snapshots that build a context: pc, sp and fp into @uc. */
+static inline void rs_arch_context_set(void *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp)
+{
+	ucontext_t *u = uc;
+
+	u->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+	u->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	u->uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+}
+
 /* A signal frame's ucontext needs no check beyond its bounds: its place is fixed. */
 static inline bool rs_arch_sigframe_ok(const void *uc)
 {

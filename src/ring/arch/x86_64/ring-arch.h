@@ -22,6 +22,9 @@
 #include <stdint.h>
 #include <x86intrin.h>
 
+/* The kernel's clocksource that reads the same counter (ring.h, rs_arch_counter_hz()). */
+#define RS_ARCH_CLOCKSOURCE "tsc"
+
 typedef __m128i rs_nh_acc;
 
 static inline uint64_t rs_arch_ticks(void)

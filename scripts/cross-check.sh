@@ -1,0 +1,171 @@
+#!/bin/sh
+# Usage: scripts/cross-check.sh ARCH [NATIVE_BUILD]
+#        scripts/cross-check.sh --install ARCH
+#
+# Builds relstack for ARCH (i386, aarch64) in build-ARCH with the meson
+# cross file cross/ARCH.ini, runs the test suites that can run there, then
+# the cross-file tests (tests/cross/test_cross_files.py): files written by
+# the ARCH build decoded by the native build NATIVE_BUILD (default: build),
+# and the other way round where the ARCH build has a decoder.  Each step
+# prints how long it took (scripts/timed.sh).  --install only installs what
+# ARCH needs.
+#
+# What ARCH needs comes from Debian: the compiler (i386: the native gcc's
+# -m32 runtime, lib32gcc-12-dev and libc6-dev-i386, not gcc-multilib, which
+# conflicts with every cross compiler), and the ARCH builds of the
+# libraries (multiarch, dpkg --add-architecture).  Two sets of libraries:
+#   capture  what the library, the agent and the tests of the capture side
+#            link: without them there is no ARCH build, and the script
+#            exits 77 (skipped) saying what could not be installed;
+#   decode   the decoder's (libelf, libdw, libdebuginfod, ...): without
+#            them the ARCH build is configured with -Ddecode=false, says
+#            so, and its decoding tests do not exist.
+# libtracecmd-dev is not Multi-Arch: same (installing another
+# architecture's removes the native one, which the native build needs):
+# it and its library are unpacked into build-ARCH-sysroot, never
+# installed, and pkg-config finds them there.
+#
+# Exit status: 0 when the build and every test passed, 77 when ARCH cannot
+# be built on this machine, anything else a failure.
+set -eu
+
+install_only=false
+if [ "${1:-}" = --install ]; then
+	install_only=true
+	shift
+fi
+arch=${1:?usage: scripts/cross-check.sh [--install] ARCH [NATIVE_BUILD]}
+native=${2:-build}
+cd "$(dirname "$0")/.."
+timed=./scripts/timed.sh
+
+# Per architecture: the Debian architecture, the packages for the
+# compiler, the two library sets (installed as PKG:DEBARCH), the suites
+# the ARCH build cannot run and why.
+case $arch in
+i386)
+	debarch=i386
+	tools="libc6-dev-i386 lib32gcc-12-dev lib32stdc++-12-dev"
+	capture_libs="libcmocka-dev libc6-dbg"
+	decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
+	# the kernel recorder records the running 64-bit kernel: an i386
+	# build of it has no kernel of its own to record
+	no_suites="kernel"
+	;;
+aarch64)
+	debarch=arm64
+	tools="gcc-aarch64-linux-gnu qemu-user-static"
+	capture_libs="libc6-dev libcmocka-dev"
+	decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
+	# the kernel recorder needs the host kernel's tracefs, which user-mode
+	# emulation does not translate
+	no_suites="kernel"
+	;;
+*)
+	echo "cross-check: no cross build for '$arch' (cross/$arch.ini): i386 or aarch64" >&2
+	exit 2
+	;;
+esac
+[ -f "cross/$arch.ini" ] || skip "no meson cross file cross/$arch.ini"
+build=build-$arch
+sysroot=$(pwd)/build-$arch-sysroot
+extract="libtracecmd-dev libtracecmd1"
+
+skip() {
+	echo "cross-check: $arch skipped: $*" >&2
+	exit 77
+}
+
+installed() { # PKG... -> true if every one is installed
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || return 1
+	done
+}
+
+foreign() { # PKG... -> PKG:DEBARCH...
+	for p in "$@"; do printf '%s:%s ' "$p" "$debarch"; done
+}
+
+# Installs PKG... unless something is missing and cannot be installed
+# without removing an installed package.  Prints why not on failure.
+apt_install() {
+	# shellcheck disable=SC2086,SC2048
+	installed $* && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "not installed and not root: $*"
+		return 1
+	fi
+	sim=$(apt-get install -s --no-install-recommends "$@" 2>&1) || {
+		echo "$sim" | grep -E '^ |^E:' | head -5
+		return 1
+	}
+	if echo "$sim" | grep -q '^Remv'; then
+		echo "installing would remove: $(echo "$sim" | sed -n 's/^Remv \([^ ]*\).*/\1/p' | tr '\n' ' ')"
+		return 1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 || {
+		echo "apt-get install $* failed"
+		return 1
+	}
+}
+
+install_deps() {
+	if ! dpkg --print-foreign-architectures | grep -qx "$debarch" && [ "$debarch" != "$(dpkg --print-architecture)" ]; then
+		[ "$(id -u)" -eq 0 ] || skip "dpkg has no $debarch architecture and this is not root (dpkg --add-architecture $debarch)"
+		dpkg --add-architecture "$debarch"
+		apt-get update -qq || true # a mirror's missing index costs only what it lists
+	fi
+	# shellcheck disable=SC2086
+	why=$(apt_install $tools $(foreign $capture_libs)) || skip "$why"
+	# shellcheck disable=SC2086
+	if why=$(apt_install $(foreign $decode_libs)); then
+		decode=true
+	else
+		decode=false
+		echo "cross-check: $arch: the decoder's libraries for $debarch cannot be installed" \
+			"($why): building the capture side only (-Ddecode=false), no decoding tests in $build" >&2
+	fi
+	if $decode && [ ! -e "$sysroot/.done" ]; then
+		rm -rf "$sysroot"
+		mkdir -p "$sysroot/debs"
+		# shellcheck disable=SC2046
+		(cd "$sysroot/debs" && apt-get download $(foreign $extract) >/dev/null 2>&1) ||
+			skip "apt-get download $(foreign $extract) failed"
+		for d in "$sysroot"/debs/*.deb; do dpkg-deb -x "$d" "$sysroot"; done
+		# their pkg-config files name /usr: point them at the unpacked tree
+		sed -i "s|^prefix=/usr\$|prefix=$sysroot/usr|" "$sysroot"/usr/lib/*/pkgconfig/*.pc
+		touch "$sysroot/.done"
+	fi
+}
+
+decode=false
+install_deps
+$install_only && exit 0
+
+multiarch=$(dpkg-architecture -a"$debarch" -qDEB_HOST_MULTIARCH 2>/dev/null)
+export LD_LIBRARY_PATH="$sysroot/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+# Benchmarks link libunwind, one of the decode set.
+opts="-Dwerror=true -Ddecode=$decode -Dbenchmarks=$decode -Dpkg_config_path=$sysroot/usr/lib/$multiarch/pkgconfig"
+if [ -e "$build/build.ninja" ]; then
+	# shellcheck disable=SC2086
+	meson configure "$build" $opts >/dev/null
+else
+	# shellcheck disable=SC2086
+	$timed "$arch: configure $build" meson setup "$build" --cross-file "cross/$arch.ini" \
+		--buildtype=debugoptimized $opts
+fi
+$timed "$arch: build" ninja -C "$build" -j2
+
+suites=""
+for s in $no_suites; do suites="$suites --no-suite $s"; done
+echo "cross-check: $arch: not run: suites$suites (why: scripts/cross-check.sh)"
+# shellcheck disable=SC2086
+$timed "$arch: test suites" meson test -C "$build" --print-errorlogs --num-processes 2 $suites
+
+# The cross-file tests need the native decoder.
+if [ ! -x "$native/tools/relstack" ]; then
+	echo "cross-check: $native/tools/relstack missing: build the native build first (make all)" >&2
+	exit 1
+fi
+$timed "$arch: cross-file tests" python3 tests/cross/test_cross_files.py "$arch" "$native" "$build"
