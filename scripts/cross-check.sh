@@ -132,8 +132,9 @@ install_deps() {
 		(cd "$sysroot/debs" && apt-get download $(foreign $extract) >/dev/null 2>&1) ||
 			skip "apt-get download $(foreign $extract) failed"
 		for d in "$sysroot"/debs/*.deb; do dpkg-deb -x "$d" "$sysroot"; done
-		# their pkg-config files name /usr: point them at the unpacked tree
-		sed -i "s|^prefix=/usr\$|prefix=$sysroot/usr|" "$sysroot"/usr/lib/*/pkgconfig/*.pc
+		# their pkg-config files name /usr (in prefix, or in libdir and
+		# includedir themselves): point them at the unpacked tree
+		sed -i -E "s#^(prefix|libdir|includedir)=/usr(/|\$)#\1=$sysroot/usr\2#" "$sysroot"/usr/lib/*/pkgconfig/*.pc
 		touch "$sysroot/.done"
 	fi
 }

@@ -14,6 +14,9 @@
  * pointer with or without frame pointers, and a function that makes a
  * frame record says so by saving x29 (RS_ARCH_FP_BY_SAVE): GCC saves it
  * only for the record unless told -fomit-frame-pointer, and then seldom.
+ * One function there that saves x30 without x29 (CFA_BREAKS_CHAIN) rules
+ * its whole object out: a frame-record walk would pass over its caller
+ * and still call the trace complete.
  * The object keeps frame pointers when at
  * least RS_FP_PERCENT of its FDEs do.  An object with no .eh_frame
  * proves nothing either way and is marked as keeping none: its frames
@@ -59,13 +62,19 @@ enum cfa_kind {
 	CFA_NO_FRAME = 0, /* the CFA never moves: a leaf that touches no stack, or a stub */
 	CFA_ON_SP = 1,    /* the function uses stack, and the CFA stays on the stack pointer */
 	CFA_ON_FP = 2,    /* the CFA moves to the frame pointer */
+	/*
+	 * aarch64: the function saves its return address but makes no frame
+	 * record, so a frame-pointer walk through it would skip its caller
+	 * without noticing; its object is walked by its CFI.
+	 */
+	CFA_BREAKS_CHAIN = 3,
 };
 
 /* Classify CFA instructions [p, end). */
 static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end, uint8_t fde_enc)
 {
 	struct cursor c = { p, end, false };
-	bool moved = false;
+	bool moved = false, saves_fp = false, saves_ra = false;
 
 	while (!c.bad && c.p < c.end) {
 		uint8_t op = *c.p++;
@@ -74,8 +83,8 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		if (op & 0xc0) {                      /* advance_loc, offset, restore */
 			if ((op & 0xc0) == 0x80) {
 				get_uleb(&c);         /* offset */
-				if (RS_ARCH_FP_BY_SAVE && (op & 0x3f) == RS_ARCH_DWARF_FP)
-					return CFA_ON_FP;
+				saves_fp |= (op & 0x3f) == RS_ARCH_DWARF_FP;
+				saves_ra |= (op & 0x3f) == RS_ARCH_DWARF_RA;
 			}
 			continue;
 		}
@@ -95,8 +104,8 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		case 0x05:                                              /* offset_extended reg, off */
 			reg = get_uleb(&c);
 			get_uleb(&c);
-			if (RS_ARCH_FP_BY_SAVE && reg == RS_ARCH_DWARF_FP)
-				return CFA_ON_FP;
+			saves_fp |= reg == RS_ARCH_DWARF_FP;
+			saves_ra |= reg == RS_ARCH_DWARF_RA;
 			break;
 		case 0x09: case 0x14: case 0x2f:                        /* two ulebs */
 			get_uleb(&c); get_uleb(&c); break;
@@ -132,8 +141,8 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		case 0x11:                                              /* offset_extended_sf reg, soff */
 			reg = get_uleb(&c);
 			get_sleb(&c);
-			if (RS_ARCH_FP_BY_SAVE && reg == RS_ARCH_DWARF_FP)
-				return CFA_ON_FP;
+			saves_fp |= reg == RS_ARCH_DWARF_FP;
+			saves_ra |= reg == RS_ARCH_DWARF_RA;
 			break;
 		case 0x15: get_uleb(&c); get_sleb(&c); break;           /* val_offset_sf */
 		case 0x13: get_sleb(&c); moved = true; break;           /* def_cfa_offset_sf */
@@ -142,6 +151,10 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 	}
 	if (c.bad)
 		return CFA_MALFORMED;
+	if (RS_ARCH_FP_BY_SAVE && saves_fp)
+		return CFA_ON_FP;
+	if (RS_ARCH_FP_BY_SAVE && saves_ra)
+		return CFA_BREAKS_CHAIN;
 	return moved ? CFA_ON_SP : CFA_NO_FRAME;
 }
 
@@ -219,6 +232,7 @@ static bool keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uint
 	struct cie cie = { 0 };
 	bool cie_on_fp = false;
 	uint64_t framed = 0, on_fp = 0;
+	bool broken = false;
 
 	if (!eh || !load_segment(info, eh, &lo, &hi))
 		return false;
@@ -285,13 +299,16 @@ static bool keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uint
 			fp = cie_on_fp ? CFA_ON_FP : cfa_on_fp(c.p, next, cie.fde_enc);
 			framed += fp == CFA_ON_SP || fp == CFA_ON_FP;
 			on_fp += fp == CFA_ON_FP;
+			broken |= fp == CFA_BREAKS_CHAIN;
 			if (cie.signal && !*restorer)
 				*restorer = find_restorer(pc_begin, pc_range, text_start, text_end);
-			if (*restorer && fdes && verdict_settled(framed, on_fp, left))
+			if (*restorer && (broken || (fdes && verdict_settled(framed, on_fp, left))))
 				break;
 		}
 		p = next;
 	}
+	if (broken)
+		return false;
 	if (framed == 0)
 		return true;
 	return on_fp * 100 >= framed * RS_FP_PERCENT;

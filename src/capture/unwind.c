@@ -688,6 +688,12 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	const intptr_t d = snap ? w->delta : 0;
 	uintptr_t owner_pc = w->pc;
 	bool owner_exact = true;
+	/*
+	 * After the fast path, which keeps no owner: the record's owner is
+	 * the function the previous record returns to, its return address
+	 * at lo - 8.
+	 */
+	bool owner_below = false;
 	uintptr_t uc; /* a signal frame's ucontext: the CFA of the handler */
 
 	t.on = false;
@@ -776,6 +782,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			lo = fp + RS_ARCH_FRAME_SIZE;
 			/* the fast path proper: frames in the same object, few registers live */
 			fp = fast_frames(next, &lo, top, &out, out_end, &f);
+			owner_below = true;
 			continue;
 		}
 
@@ -828,6 +835,7 @@ cross:
 			fp = c.fp;
 			owner_pc = c.pc;
 			owner_exact = true;
+			owner_below = false;
 			if ((co = interrupted_cfi(v, c.pc))) {
 				pc = c.pc;
 				sp = c.sp;
@@ -847,6 +855,10 @@ cross:
 			cfp = next;
 			cfp_known = cfp_is_next = true;
 			exact = false;
+			if (owner_below) {
+				owner_pc = rs_arch_strip_ra(rs_load(lo - RS_W + d));
+				owner_exact = false;
+			}
 			if (!co || !record_cfa(v, owner_pc, owner_exact, fp, &sp)) {
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
@@ -997,6 +1009,7 @@ cfi:
 			fp = cfp;
 			owner_pc = pc;
 			owner_exact = false;
+			owner_below = false;
 			continue;
 		} else {
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
@@ -1018,6 +1031,7 @@ write:
 		fp = next;
 		owner_pc = ra;
 		owner_exact = false;
+		owner_below = false;
 	}
 walk_end:
 	reasons |= pending;

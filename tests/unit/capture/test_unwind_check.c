@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The stack checker (RELSTACK_CAPTURE_CHECK) against a function that
- * breaks the frame-pointer rules: broken_b, in assembly, saves %rbp as an
- * ordinary register and points it at two words of its own making (a saved
+ * breaks the frame-pointer rules: broken_b, in assembly
+ * (arch/<cpu>/broken-b.S), saves the frame pointer as an ordinary register and points it at two words of its own making (a saved
  * frame pointer of 0 and the program's outermost return address, _start),
  * then calls on.  Its CFI is honest.  A frame-pointer walk through it
  * believes the fake record and ends the stack at _start, reliable; the
@@ -27,37 +27,12 @@
 
 #define MAXW 64
 
-/* Not static: the assembly calls and names them. */
+/* Not static: the assembly (arch/<cpu>/broken-b.S) calls and names them. */
 void broken_b(void (*fn)(void));
 void fine_b(void (*fn)(void));
 void check_a(void (*b)(void (*)(void)), void (*fn)(void));
 void capture_here(void);
 void spin_here(void);
-
-__asm__(".text\n"
-	".globl broken_b\n"
-	".type broken_b, @function\n"
-	"broken_b:\n"
-	".cfi_startproc\n"
-	"	push	%rbp\n"            /* saved as any callee-saved register */
-	".cfi_adjust_cfa_offset 8\n"
-	".cfi_offset %rbp, -16\n"
-	"	sub	$16, %rsp\n"
-	".cfi_adjust_cfa_offset 16\n"
-	"	mov	%rsp, %rbp\n"      /* not a frame record: two words of its own */
-	"	movq	$0, (%rsp)\n"
-	"	lea	_start(%rip), %rax\n"
-	"	add	$1, %rax\n"
-	"	mov	%rax, 8(%rsp)\n"
-	"	call	*%rdi\n"
-	"	add	$16, %rsp\n"
-	".cfi_adjust_cfa_offset -16\n"
-	"	pop	%rbp\n"
-	".cfi_adjust_cfa_offset -8\n"
-	".cfi_restore %rbp\n"
-	"	ret\n"
-	".cfi_endproc\n"
-	".size broken_b, .-broken_b\n");
 
 /* The same call, keeping the rules. */
 __attribute__((noinline)) void fine_b(void (*fn)(void))
