@@ -66,6 +66,9 @@
 /* The return address column is a register (x30): unsaved, it is still there. */
 #define RS_ARCH_RA_IN_REGISTER 1
 
+/* The SFrame ABI/arch identifier of this CPU's .sframe sections (aarch64 little-endian). */
+#define RS_ARCH_SFRAME_ABI 2
+
 /* Registers of CFI (DWARF register numbers, AADWARF64). */
 #define RS_ARCH_DWARF_FP 29 /* x29 */
 #define RS_ARCH_DWARF_SP 31 /* sp */

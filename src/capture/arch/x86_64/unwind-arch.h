@@ -43,6 +43,9 @@
 /* The return address column is no register: a return address is always on the stack. */
 #define RS_ARCH_RA_IN_REGISTER 0
 
+/* The SFrame ABI/arch identifier of this CPU's .sframe sections (x86-64 little-endian). */
+#define RS_ARCH_SFRAME_ABI 3
+
 /* Registers of CFI (DWARF register numbers). */
 #define RS_ARCH_DWARF_FP 6  /* %rbp */
 #define RS_ARCH_DWARF_SP 7  /* %rsp */
