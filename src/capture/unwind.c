@@ -694,6 +694,12 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	 * at lo - 8.
 	 */
 	bool owner_below = false;
+	/*
+	 * The checker's stack pointer of that function, 0 if unknown: the
+	 * window's bottom where a record tops its frame, else the CFA of the
+	 * frame below (record_cfa()).
+	 */
+	uintptr_t check_sp = w->sp;
 	uintptr_t uc; /* a signal frame's ucontext: the CFA of the handler */
 
 	t.on = false;
@@ -768,7 +774,9 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			reasons |= RELSTACK_UNRELIABLE_MISALIGNED;
 			break;
 		}
-		if (rs_unlikely(check) && owner_pc && !frame_matches_cfi(v, owner_pc, owner_exact, fp, lo))
+		if (RS_ARCH_RECORD_TOPS_FRAME || !owner_pc)
+			check_sp = lo;
+		if (rs_unlikely(check) && owner_pc && check_sp && !frame_matches_cfi(v, owner_pc, owner_exact, fp, check_sp))
 			reasons |= RELSTACK_UNRELIABLE_FP_MISMATCH;
 		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W + d);
 		ra = rs_arch_strip_ra(rs_load(fp + RS_ARCH_FRAME_RA * RS_W + d));
@@ -829,7 +837,7 @@ cross:
 				break;
 			}
 			r = nr;
-			lo = lo0 = c.sp;
+			lo = lo0 = check_sp = c.sp;
 			hi = r->hi;
 			top = hi - RS_ARCH_FRAME_SIZE;
 			fp = c.fp;
@@ -1005,7 +1013,7 @@ cfi:
 			 */
 			if (cfp_is_next && t.on)
 				tail_load(&t, fp + RS_ARCH_FRAME_NEXT * RS_W, d);
-			lo = sp;
+			lo = check_sp = sp;
 			fp = cfp;
 			owner_pc = pc;
 			owner_exact = false;
@@ -1027,6 +1035,8 @@ write:
 			goto truncated;
 		else
 			*out++ = word;
+		if (!RS_ARCH_RECORD_TOPS_FRAME && rs_unlikely(check) && !(owner_pc && record_cfa(v, owner_pc, owner_exact, fp, &check_sp)))
+			check_sp = 0;
 		lo = fp + RS_ARCH_FRAME_SIZE;
 		fp = next;
 		owner_pc = ra;

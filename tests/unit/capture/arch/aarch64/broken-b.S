@@ -3,7 +3,8 @@
  * broken_b(fn) for test_unwind_check.c, aarch64: saves x29 and x30 as a
  * callee-saved pair and points x29 at two words of its own making above
  * them (a saved frame pointer of 0 and the program's outermost return
- * address, _start + 4), then calls fn.  Its CFI is honest: the record it
+ * address, _start + 8: past _start's first instruction, a landing pad
+ * that comes before its CFI marks the end), then calls fn.  Its CFI is honest: the record it
  * describes is at the bottom of the frame, not where x29 points.
  */
 	.text
@@ -19,7 +20,7 @@ broken_b:
 	str	xzr, [sp, #16]
 	adrp	x1, _start
 	add	x1, x1, :lo12:_start
-	add	x1, x1, #4
+	add	x1, x1, #8
 	str	x1, [sp, #24]
 	blr	x0
 	ldp	x29, x30, [sp], #32
