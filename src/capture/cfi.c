@@ -42,6 +42,7 @@ struct state {
 	uint64_t cfa_reg;
 	int64_t cfa_off;
 	bool cfa_expr;
+	bool cfa_deref; /* the CFA is the word at cfa_reg + cfa_off (a stack realigned through a DRAP) */
 	struct rule fp, ra;
 };
 
@@ -102,6 +103,33 @@ static inline bool advance(struct run *r, uintptr_t loc)
 		emit(r->b, r->loc, &r->st);
 	r->loc = loc;
 	return false;
+}
+
+/*
+ * A CFA given by an expression: the one form kept is what GCC writes for
+ * a function that realigns its stack through a DRAP (every i386 main(),
+ * whose incoming stack the ABI does not align), DW_OP_breg<fp> off;
+ * DW_OP_deref: the CFA is the word at fp + off.  Any other expression
+ * makes the rows unsupported.
+ */
+static void def_cfa_expression(struct state *st, struct cursor *c)
+{
+	uint64_t len = get_uleb(c);
+	struct cursor e = { c->p, c->p + (len < (uint64_t)(c->end - c->p) ? len : (uint64_t)(c->end - c->p)), false };
+	int64_t off;
+
+	skip(c, len);
+	st->cfa_expr = true;
+	st->cfa_deref = false;
+	if (get_byte(&e) != 0x70 + RS_ARCH_DWARF_FP) /* DW_OP_breg<fp> */
+		return;
+	off = get_sleb(&e);
+	if (get_byte(&e) != 0x06 || e.bad || e.p != e.end) /* DW_OP_deref, and nothing more */
+		return;
+	st->cfa_reg = RS_ARCH_DWARF_FP;
+	st->cfa_off = off;
+	st->cfa_expr = false;
+	st->cfa_deref = true;
 }
 
 /* Run instructions [p, end).  Returns false for malformed CFI. */
@@ -165,16 +193,15 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 		case 0x0c: /* def_cfa */
 			r->st.cfa_reg = get_uleb(&c);
 			r->st.cfa_off = (int64_t)get_uleb(&c);
-			r->st.cfa_expr = false;
+			r->st.cfa_expr = r->st.cfa_deref = false;
 			break;
 		case 0x0d: /* def_cfa_register */
 			r->st.cfa_reg = get_uleb(&c);
-			r->st.cfa_expr = false;
+			r->st.cfa_expr = r->st.cfa_deref = false;
 			break;
 		case 0x0e: r->st.cfa_off = (int64_t)get_uleb(&c); break; /* def_cfa_offset */
-		case 0x0f:                                               /* def_cfa_expression */
-			skip(&c, get_uleb(&c));
-			r->st.cfa_expr = true;
+		case 0x0f: /* def_cfa_expression */
+			def_cfa_expression(&r->st, &c);
 			break;
 		case 0x10: case 0x16: /* expression, val_expression */
 			reg = get_uleb(&c);
@@ -188,7 +215,7 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 		case 0x12: /* def_cfa_sf */
 			r->st.cfa_reg = get_uleb(&c);
 			r->st.cfa_off = factored((uint64_t)get_sleb(&c), da);
-			r->st.cfa_expr = false;
+			r->st.cfa_expr = r->st.cfa_deref = false;
 			break;
 		case 0x13: r->st.cfa_off = factored((uint64_t)get_sleb(&c), da); break; /* def_cfa_offset_sf */
 		case 0x14: /* val_offset */
@@ -236,9 +263,9 @@ static inline int32_t table_word(const unsigned char *p)
  * All zero is a gap: a region emptied reads as no rows.
  */
 enum kind {
-	KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP = 3, KIND_CFA_FP = 4,
+	KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP = 3, KIND_CFA_FP = 4, KIND_CFA_FP_DEREF = 5,
 	/* the return address in its register (RS_ARCH_RA_IN_REGISTER), the offset byte 0 */
-	KIND_LR_CFA_SP = 5, KIND_LR_CFA_FP = 6,
+	KIND_LR_CFA_SP = 6, KIND_LR_CFA_FP = 7,
 };
 
 #define ROW_SCALED 0x20u
@@ -253,6 +280,17 @@ static int row_of(const struct state *st, struct rs_cfi_row *row)
 	memset(row, 0, sizeof(*row));
 	if (st->ra.kind == RS_CFI_UNDEFINED) {
 		row->ra_rule = RS_CFI_UNDEFINED; /* the outermost frame: no CFA needed */
+		return 0;
+	}
+	if (st->cfa_deref) {
+		/* the caller's frame pointer, saved by an expression, is the frame record's: no rule kept */
+		if (st->ra.kind != RS_CFI_OFFSET)
+			return -ENOTSUP;
+		row->cfa_deref = row->cfa_on_fp = true;
+		row->cfa_off = st->cfa_off;
+		row->ra_rule = RS_CFI_OFFSET;
+		row->ra_off = st->ra.off;
+		row->fp_rule = RS_CFI_UNDEFINED;
 		return 0;
 	}
 	/* a return address still in its register (aarch64's x30 in a leaf): RS_CFI_SAME */
@@ -306,8 +344,9 @@ static struct packed pack(int err, const struct rs_cfi_row *row)
 		fp /= (int64_t)sizeof(uintptr_t);
 		scaled = ROW_SCALED;
 	}
-	p.w[0] = (uint16_t)((row->ra_rule == RS_CFI_SAME ? (row->cfa_on_fp ? KIND_LR_CFA_FP : KIND_LR_CFA_SP)
-							 : (row->cfa_on_fp ? KIND_CFA_FP : KIND_CFA_SP)) |
+	p.w[0] = (uint16_t)((row->cfa_deref ? KIND_CFA_FP_DEREF
+			     : row->ra_rule == RS_CFI_SAME ? (row->cfa_on_fp ? KIND_LR_CFA_FP : KIND_LR_CFA_SP)
+			     : row->cfa_on_fp ? KIND_CFA_FP : KIND_CFA_SP) |
 			    (unsigned)row->fp_rule << 3 | scaled | pair | (unsigned)(uint8_t)(int8_t)ra << 8);
 	p.w[1] = (uint16_t)(int16_t)cfa;
 	p.w[2] = (uint16_t)(int16_t)fp;
@@ -326,6 +365,14 @@ static int unpack(const struct packed *p, struct rs_cfi_row *row)
 	case KIND_OUTERMOST:
 		row->ra_rule = RS_CFI_UNDEFINED;
 		return 0;
+	case KIND_CFA_FP_DEREF:
+		/* filled, but not a row a walk follows: only a frame record's owner is read so (unwind.c) */
+		row->cfa_deref = row->cfa_on_fp = true;
+		row->ra_rule = RS_CFI_OFFSET;
+		row->ra_off = (int8_t)(uint8_t)(p->w[0] >> 8);
+		row->fp_rule = RS_CFI_UNDEFINED;
+		row->cfa_off = (int16_t)p->w[1] * scale;
+		return -ENOTSUP;
 	case KIND_CFA_SP:
 	case KIND_CFA_FP:
 	case KIND_LR_CFA_SP:

@@ -65,6 +65,12 @@ enum rs_cfi_rule {
 struct rs_cfi_row {
 	int64_t cfa_off, ra_off, fp_off;
 	bool cfa_on_fp;
+	/*
+	 * The CFA is the word at fp + cfa_off: a function that realigned its
+	 * stack through a DRAP.  Such a row comes with -ENOTSUP from a lookup
+	 * (the walk follows it only from the function's frame record).
+	 */
+	bool cfa_deref;
 	uint8_t ra_rule, fp_rule; /* enum rs_cfi_rule */
 };
 

@@ -319,4 +319,6 @@ void rs_fp_check(const struct dl_phdr_info *info, uintptr_t text_start, uintptr_
 {
 	out->restorer = 0;
 	out->keeps_fp = keeps_fp(info, text_start, text_end, &out->restorer);
+	if (!out->restorer) /* a C library whose trampolines have no signal CIE */
+		out->restorer = rs_arch_find_restorer(text_start, text_end);
 }

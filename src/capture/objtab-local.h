@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "capture/objtab.h"
+#include "unwind-arch.h"
 
 #define RS_LATCH_TRIES 8
 
@@ -176,7 +177,7 @@ static RS_ALWAYS_INLINE bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t 
 /* Is @addr, found in the view's range, that object's signal-return trampoline? */
 static inline bool rs_objtab_view_is_restorer(const struct rs_objtab_view *v, uintptr_t addr)
 {
-	return v->restorer && addr == v->restorer;
+	return v->restorer && rs_arch_restorer_kind(addr - v->restorer) >= 0;
 }
 
 static inline uint32_t rs_objtab_view_slot(const struct rs_objtab_view *v)

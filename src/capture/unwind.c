@@ -292,6 +292,41 @@ static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool
 }
 
 /*
+ * The CFA of the frame record at @fp when the function it belongs to
+ * (@pc in it, a return address unless @exact) realigned its stack through
+ * a DRAP (cfi.h, cfa_deref: every i386 main()): the frame record then
+ * holds a copy of the return address, and the caller's stack starts at the
+ * CFA, above the realignment, not just above the record.  Returns that
+ * CFA, read from fp + the row's offset and proven by the return address
+ * slot it names holding @ra; 0 when the function did not realign (its
+ * CFA is fp + RS_ARCH_FRAME_SIZE) or the proof fails.  Reads only inside
+ * [lo, hi), each at its address + @d.
+ */
+static uintptr_t drap_cfa(const struct rs_objtab_view *v, uintptr_t pc, bool exact, uintptr_t fp, uintptr_t ra,
+			  uintptr_t lo, uintptr_t hi, intptr_t d, uint32_t *reasons)
+{
+	const struct rs_cfi_table *o = pc ? cfi_of(v, pc - !exact) : NULL;
+	struct rs_cfi_row row;
+	uintptr_t at, cfa, slot;
+
+	if (!o || rs_cfi_row_at(o, pc - !exact, &row) != -ENOTSUP || !row.cfa_deref)
+		return 0;
+	at = fp + (uintptr_t)row.cfa_off;
+	if (at < lo || at > hi - RS_W) {
+		*reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+		return 0;
+	}
+	cfa = rs_load(at + d);
+	slot = cfa + (uintptr_t)row.ra_off;
+	if (cfa < fp + RS_ARCH_FRAME_SIZE || cfa > hi || (cfa & (RS_W - 1)) || slot < fp || slot > hi - RS_W ||
+	    rs_load(slot + d) != ra) {
+		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+		return 0;
+	}
+	return cfa;
+}
+
+/*
  * The end of a thread's stack, and the frames a walk reads through CFI
  * (functions in objects that keep no frame pointers, such as Debian's C
  * library): docs/unwinder.md, "The end of the stack".
@@ -689,18 +724,14 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uintptr_t owner_pc = w->pc;
 	bool owner_exact = true;
 	/*
-	 * After the fast path, which keeps no owner: the record's owner is
-	 * the function the previous record returns to, its return address
-	 * at lo - 8.
-	 */
-	bool owner_below = false;
-	/*
 	 * The checker's stack pointer of that function, 0 if unknown: the
 	 * window's bottom where a record tops its frame, else the CFA of the
 	 * frame below (record_cfa()).
 	 */
 	uintptr_t check_sp = w->sp;
-	uintptr_t uc; /* a signal frame's ucontext: the CFA of the handler */
+	uintptr_t uc; /* a signal frame's saved context (rs_arch_sigframe_context()) */
+	int kind = 0; /* the kind of that signal frame (rs_arch_restorer_kind()) */
+	uintptr_t drap; /* the CFA of a frame record's function that realigned its stack (drap_cfa()), or 0 */
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
@@ -790,7 +821,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			lo = fp + RS_ARCH_FRAME_SIZE;
 			/* the fast path proper: frames in the same object, few registers live */
 			fp = fast_frames(next, &lo, top, &out, out_end, &f);
-			owner_below = true;
+			owner_pc = (uintptr_t)(out[-1] - f.delta); /* the last return address written */
+			owner_exact = false;
 			continue;
 		}
 
@@ -803,7 +835,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			struct rs_arch_context c;
 			const struct rs_stack_range *nr;
 
-			uc = rs_arch_sigframe_context(fp, next);
+			kind = rs_arch_restorer_kind(ra - v->restorer);
+			uc = rs_arch_sigframe_context(rs_arch_handler_cfa(fp, next), kind);
 cross:
 			pending = RELSTACK_UNRELIABLE_SIGNAL_FRAME;
 			t.on = false; /* what follows depends on the ucontext, which no slot compares */
@@ -815,9 +848,9 @@ cross:
 				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 				break;
 			}
-			if (!rs_arch_sigframe_ok((const void *)(uc + d)))
+			if (!rs_arch_sigframe_ok((const void *)(uc + d), kind))
 				break; /* not laid out as the walk knows: the signal frame ends it */
-			rs_arch_context_read((const void *)(uc + d), &c);
+			rs_arch_sigframe_read((const void *)(uc + d), kind, &c);
 			lr = c.lr;
 			word = code_word(v, c.pc, relative, &reasons);
 			if (skip)
@@ -843,7 +876,6 @@ cross:
 			fp = c.fp;
 			owner_pc = c.pc;
 			owner_exact = true;
-			owner_below = false;
 			if ((co = interrupted_cfi(v, c.pc))) {
 				pc = c.pc;
 				sp = c.sp;
@@ -858,23 +890,28 @@ cross:
 			continue;
 		} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 			co = view_cfi(v);
-			/* the caller resumes at ra, its stack at the CFA of the frame record's function */
+			/*
+			 * The caller resumes at ra, its stack at the CFA of the frame
+			 * record's function: its DRAP's, or where it keeps its record.
+			 */
 			pc = ra;
+			drap = drap_cfa(v, owner_pc, owner_exact, fp, ra, lo, hi, d, &reasons);
+			if (drap)
+				sp = drap;
+			else if (!record_cfa(v, owner_pc, owner_exact, fp, &sp))
+				sp = 0;
 			cfp = next;
 			cfp_known = cfp_is_next = true;
 			exact = false;
-			if (owner_below) {
-				owner_pc = rs_arch_strip_ra(rs_load(lo - RS_W + d));
-				owner_exact = false;
-			}
-			if (!co || !record_cfa(v, owner_pc, owner_exact, fp, &sp)) {
+			if (!co || !sp) {
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 					reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING;
 				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 				goto write;
 			}
-			if (RS_ARCH_RECORD_TOPS_FRAME && !skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
+			/* a cached tail reads its slots from the frame record: never one of a DRAP's CFA */
+			if (RS_ARCH_RECORD_TOPS_FRAME && !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
 			    tail_from_cache(v, fp, ra, hi, relative, &out, out_end)) {
 				end = true;
 				goto walk_end;
@@ -885,7 +922,7 @@ cross:
 			 * only where the record tops its frame: elsewhere the CFA
 			 * depends on the function that made the record too.
 			 */
-			t.on = RS_ARCH_RECORD_TOPS_FRAME && !skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
+			t.on = RS_ARCH_RECORD_TOPS_FRAME && !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
 			t.reasons = reasons;
 			t.fp = fp;
 			t.ra = ra;
@@ -975,8 +1012,9 @@ cfi:
 					word = unknown_word(pc, relative);
 					t.on = false;
 				} else if (rs_unlikely(rs_objtab_view_is_restorer(v, pc))) {
-					/* the handler returns to the signal trampoline: its CFA is the ucontext */
-					uc = rs_arch_sigframe_context_at_cfa(sp);
+					/* the handler returns to the signal trampoline, its CFA the signal frame's */
+					kind = rs_arch_restorer_kind(pc - v->restorer);
+					uc = rs_arch_sigframe_context(sp, kind);
 					goto cross;
 				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 					co = view_cfi(v);
@@ -1017,7 +1055,6 @@ cfi:
 			fp = cfp;
 			owner_pc = pc;
 			owner_exact = false;
-			owner_below = false;
 			continue;
 		} else {
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
@@ -1041,7 +1078,6 @@ write:
 		fp = next;
 		owner_pc = ra;
 		owner_exact = false;
-		owner_below = false;
 	}
 walk_end:
 	reasons |= pending;

@@ -90,6 +90,42 @@ static bool kernel_uses_counter(void)
 	       strcmp(cs, RS_ARCH_CLOCKSOURCE "\n") == 0;
 }
 
+/*
+ * floor(a * b / c) for c > 0, UINT64_MAX when it does not fit: exact, with
+ * the compiler's 128-bit integers where it has them, else by long division
+ * (32-bit targets), so every build converts times alike.
+ */
+static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c)
+{
+#ifdef __SIZEOF_INT128__
+	__extension__ unsigned __int128 q = (unsigned __int128)a * b / c;
+
+	return q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+#else
+	uint64_t al = (uint32_t)a, ah = a >> 32, bl = (uint32_t)b, bh = b >> 32;
+	uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+	uint64_t mid = (ll >> 32) + (uint32_t)lh + (uint32_t)hl;
+	uint64_t hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32), lo = (mid << 32) | (uint32_t)ll;
+	uint64_t q = 0;
+
+	if (hi >= c)
+		return UINT64_MAX;
+	/* hi:lo / c, one quotient bit at a time; hi < c throughout */
+	for (int i = 0; i < 64; i++) {
+		bool carry = hi >> 63;
+
+		hi = hi << 1 | lo >> 63;
+		lo <<= 1;
+		q <<= 1;
+		if (carry || hi >= c) {
+			hi -= c;
+			q |= 1;
+		}
+	}
+	return q;
+#endif
+}
+
 /* One moment on both clocks: the read of CLOCK_MONOTONIC between two counter reads, the tightest of a few. */
 static void both_clocks(uint64_t *tsc, uint64_t *ns)
 {
@@ -109,7 +145,6 @@ static void both_clocks(uint64_t *tsc, uint64_t *ns)
 /* The counter's rate in Hz, over RS_CALIBRATE_NS from now; 0 if the counter went back. */
 static uint64_t measure_rate(void)
 {
-	__extension__ typedef unsigned __int128 u128;
 	uint64_t t0, m0, t1, m1;
 
 	both_clocks(&t0, &m0);
@@ -118,7 +153,7 @@ static uint64_t measure_rate(void)
 	while (m1 - m0 < RS_CALIBRATE_NS);
 	if (t1 <= t0)
 		return 0;
-	return (uint64_t)((u128)(t1 - t0) * 1000000000u / (m1 - m0));
+	return mul_div(t1 - t0, 1000000000u, m1 - m0);
 }
 
 #define RATE_UNKNOWN 0u
@@ -192,24 +227,25 @@ void rs_clock_anchor(struct rs_run_head *h)
 
 uint64_t rs_clock_to_ns(const struct rs_run_head *h, uint64_t t)
 {
-	__extension__ typedef __int128 i128;
-	i128 d = (i128)t - (i128)h->tsc_start, num = 1000000000, den = (i128)h->tsc_hz, ns;
+	uint64_t num = 1000000000, den = h->tsc_hz, d;
 
 	if (h->clock != RS_CLOCK_TSC || h->tsc_hz < RS_TSC_HZ_MIN || h->tsc_hz > RS_TSC_HZ_MAX)
 		return t;
 	if (h->anchor_seq && !(h->anchor_seq & 1) && h->anchor_tsc > h->tsc_start &&
 	    h->anchor_monotonic_ns > h->monotonic_ns && h->anchor_monotonic_ns - h->monotonic_ns < (1ull << 62)) {
-		i128 an = (i128)(h->anchor_monotonic_ns - h->monotonic_ns), ad = (i128)(h->anchor_tsc - h->tsc_start);
+		uint64_t an = h->anchor_monotonic_ns - h->monotonic_ns, ad = h->anchor_tsc - h->tsc_start;
+		/* the anchor's ns per second of tsc_hz ticks: within 1 % of 10^9 */
+		uint64_t r = mul_div(an, den, ad);
 
-		/* an / ad within 1 % of 10^9 / tsc_hz: an * tsc_hz * 100 < 2^106, ad * 10^9 * 101 < 2^101 */
-		if (an * den * 100 >= ad * num * 99 && an * den * 100 <= ad * num * 101) {
+		if (r >= 990000000u && r <= 1010000000u) {
 			num = an;
 			den = ad;
 		}
 	}
-	/* |d| < 2^65 and num < 2^62: the product stays below 2^127 */
-	ns = (i128)h->monotonic_ns + d * num / den;
-	if (ns < 0)
-		return 0;
-	return ns > (i128)UINT64_MAX ? UINT64_MAX : (uint64_t)ns;
+	if (t >= h->tsc_start) {
+		d = mul_div(t - h->tsc_start, num, den);
+		return d > UINT64_MAX - h->monotonic_ns ? UINT64_MAX : h->monotonic_ns + d;
+	}
+	d = mul_div(h->tsc_start - t, num, den);
+	return d > h->monotonic_ns ? 0 : h->monotonic_ns - d;
 }

@@ -14,8 +14,8 @@
  *
  *	FILE fdes N rows N unsupported N cfi_bytes N table_bytes N us N
  *
- * then a total line.  Files that are not ELF, or have neither, are counted
- * and skipped.  Exit status 1 if any table broke a rule.  With --rows,
+ * then a total line.  Files that are not ELF of this program's class and
+ * machine, or have neither, are counted and skipped.  Exit status 1 if any table broke a rule.  With --rows,
  * each row follows its file's line, as "ROW START KIND CFA RA FP" with
  * START the link-time address (for comparing tables of two builds).
  * Used by test_cfi_tables.sh (every object of this machine) and
@@ -24,6 +24,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,18 +43,35 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* The table of the ELF file at @m (@size bytes); NULL if it has none. */
+/* The machine this program is built for: CFI names that machine's registers. */
+static unsigned own_machine(void)
+{
+	ElfW(Ehdr) eh = { 0 };
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || read(fd, &eh, sizeof(eh)) != (ssize_t)sizeof(eh))
+		eh.e_machine = EM_NONE;
+	if (fd >= 0)
+		close(fd);
+	return eh.e_machine;
+}
+
+/* The table of the ELF file at @m (@size bytes), of this program's class and machine; NULL if it has none. */
 static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int repeat, double *us)
 {
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(const void *)m;
-	const Elf64_Phdr *ph, *hdr = NULL;
+	static unsigned machine;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(const void *)m;
+	const ElfW(Phdr) *ph, *hdr = NULL;
 	struct rs_cfi_table *t = NULL;
 	uint64_t span = 0;
 
-	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	if (!machine)
+		machine = own_machine();
+	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != (__ELF_NATIVE_CLASS == 64 ? ELFCLASS64 : ELFCLASS32) ||
+	    eh->e_machine != machine ||
 	    eh->e_phentsize != sizeof(*ph) || eh->e_phoff > size || (size - eh->e_phoff) / sizeof(*ph) < eh->e_phnum)
 		return NULL;
-	ph = (const Elf64_Phdr *)(const void *)(m + eh->e_phoff);
+	ph = (const ElfW(Phdr) *)(const void *)(m + eh->e_phoff);
 	for (unsigned i = 0; i < eh->e_phnum; i++)
 		if (ph[i].p_type == PT_GNU_EH_FRAME && ph[i].p_memsz)
 			hdr = &ph[i];
@@ -66,7 +84,7 @@ static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int re
 		if (ph[i].p_type == PT_LOAD && ph[i].p_vaddr + ph[i].p_memsz > span)
 			span = ph[i].p_vaddr + ph[i].p_memsz;
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *l = &ph[i];
+		const ElfW(Phdr) *l = &ph[i];
 		uintptr_t base = (uintptr_t)m;
 
 		if (l->p_type != PT_LOAD || hdr->p_vaddr < l->p_vaddr || hdr->p_vaddr - l->p_vaddr >= l->p_filesz ||

@@ -19,7 +19,7 @@ import unittest
 
 TOOL = sys.argv[1]
 del sys.argv[1:2]
-DIRS = ["/usr/lib", "/usr/bin", "/usr/sbin", "/usr/libexec"]
+DIRS = ["/usr/lib", "/usr/lib32", "/usr/bin", "/usr/sbin", "/usr/libexec"]
 
 
 def own_libc():

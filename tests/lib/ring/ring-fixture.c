@@ -18,9 +18,12 @@ static const struct relstack_event_field seq_desc[] = {
 	{ "seq", 8, 8, RELSTACK_FIELD_UNSIGNED },
 };
 
+/* Word i of a record: as wide as the native entry word, which is what the file keeps. */
 uint64_t rs_seq_payload(uint32_t thread, uint64_t seq, unsigned i)
 {
-	return ((uint64_t)thread << 52) ^ ((seq + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i << 32 | i);
+	uint64_t p = ((uint64_t)thread << 52) ^ ((seq + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i << 32 | i);
+
+	return sizeof(uintptr_t) < sizeof(p) ? (uint32_t)(p ^ p >> 32) : p;
 }
 
 int rs_seq_define(struct relstack_recorder *rec)

@@ -72,13 +72,13 @@ static int find_slot_by_suffix(const char *suffix, struct relstack_object *out)
 static size_t file_build_id(const char *path, uint8_t *id, size_t max)
 {
 	FILE *f = fopen(path, "rb");
-	Elf64_Ehdr eh;
+	ElfW(Ehdr) eh;
 	size_t len = 0;
 
 	assert_non_null(f);
 	assert_int_equal(fread(&eh, sizeof(eh), 1, f), 1);
 	for (unsigned i = 0; i < eh.e_phnum && !len; i++) {
-		Elf64_Phdr ph;
+		ElfW(Phdr) ph;
 		unsigned char buf[4096];
 		size_t off = 0;
 
@@ -88,8 +88,8 @@ static size_t file_build_id(const char *path, uint8_t *id, size_t max)
 			continue;
 		fseek(f, (long)ph.p_offset, SEEK_SET);
 		assert_int_equal(fread(buf, ph.p_filesz, 1, f), 1);
-		while (off + sizeof(Elf64_Nhdr) <= ph.p_filesz) {
-			Elf64_Nhdr *n = (Elf64_Nhdr *)(buf + off);
+		while (off + sizeof(ElfW(Nhdr)) <= ph.p_filesz) {
+			ElfW(Nhdr) *n = (ElfW(Nhdr) *)(buf + off);
 			size_t name = (n->n_namesz + 3) & ~3u, desc = (n->n_descsz + 3) & ~3u;
 
 			if (n->n_type == NT_GNU_BUILD_ID && n->n_descsz <= max) {

@@ -202,7 +202,7 @@ typedef void (*nofp_call_fn)(rs_unwind_cb, void *, uintptr_t);
  */
 static void check_nofp_chain(nofp_call_fn call, const char *name)
 {
-	static const uintptr_t junk[] = { 0, 1, 2, 3, 0x5a5a5a5a5a5a5a58ull };
+	static const uintptr_t junk[] = { 0, 1, 2, 3, (uintptr_t)0x5a5a5a5a5a5a5a58ull };
 
 	for (size_t i = 0; i < RS_ARRAY_SIZE(junk); i++) {
 		static struct nofp_case c;
@@ -284,7 +284,7 @@ static int probe_one(struct dl_phdr_info *info, size_t size, void *data)
 static void chain_through_function_without_frame_pointer_is_followed_by_its_sframe(void **state)
 {
 #ifndef UNWIND_SFRAME_PATH
-	fprintf(stderr, "skipped: the compiler is not GCC with GNU as, which writes .sframe (--gsframe)\n");
+	fprintf(stderr, "skipped: the assembler writes no .sframe for this target (GNU as --gsframe)\n");
 	skip();
 #else
 	struct phdr_probe probe = { "librs_unwind_sframe.so", false, false, false };

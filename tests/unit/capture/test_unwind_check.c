@@ -2,9 +2,10 @@
 /*
  * The stack checker (RELSTACK_CAPTURE_CHECK) against a function that
  * breaks the frame-pointer rules: broken_b, in assembly
- * (arch/<cpu>/broken-b.S), saves the frame pointer as an ordinary register and points it at two words of its own making (a saved
- * frame pointer of 0 and the program's outermost return address, _start),
- * then calls on.  Its CFI is honest.  A frame-pointer walk through it
+ * (arch/<cpu>/broken-b.S), saves the frame pointer as an ordinary
+ * register and points it at two words of its own making (a saved frame
+ * pointer of 0 and the program's outermost return address, _start), then
+ * calls on.  Its CFI is honest.  A frame-pointer walk through it
  * believes the fake record and ends the stack at _start, reliable; the
  * checker finds that broken_b's CFI puts its frame elsewhere.  Then the
  * seed's way: a timer samples a thread that runs through broken_b.

@@ -40,9 +40,10 @@
  * record and x30 at the signal-return trampoline, the vDSO's
  * __kernel_rt_sigreturn (or the SA_RESTORER the C library gives).  So
  * the handler's own frame record holds {&record, trampoline}: the
- * ucontext is the record's address - sizeof(ucontext_t), checked by the
- * record agreeing with the ucontext's x29 and x30 (rs_arch_sigframe_ok());
- * from the handler's CFA, it is CFA + sizeof(siginfo_t).
+ * handler's CFA is the record's address - sizeof(struct rt_sigframe)
+ * (rs_arch_handler_cfa()), the ucontext at CFA + sizeof(siginfo_t),
+ * checked by the record agreeing with the ucontext's x29 and x30
+ * (rs_arch_sigframe_ok()).
  */
 #ifndef RELSTACK_ARCH_UNWIND_H
 #define RELSTACK_ARCH_UNWIND_H
@@ -154,20 +155,40 @@ _Static_assert(sizeof(ucontext_t) == 4560, "arm64 struct ucontext");
 _Static_assert(offsetof(ucontext_t, uc_mcontext) == 176, "arm64 uc_mcontext");
 
 /*
- * The ucontext of a signal frame, given its handler's frame record at
- * @handler_fp and the frame pointer that record saved (@handler_next, the
- * kernel's frame record).
+ * A return address @d bytes past an object's restorer (found by
+ * fpcheck.c through its signal CIE, as the vDSO's __kernel_rt_sigreturn
+ * has): the kind of signal frame it returns through, or -1 when it is no
+ * signal trampoline.  aarch64 has one, rt_sigreturn.
  */
-static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_fp, uintptr_t handler_next)
+static inline int rs_arch_restorer_kind(uintptr_t d)
 {
-	(void)handler_fp;
-	return handler_next - sizeof(ucontext_t);
+	return d == 0 ? 0 : -1;
 }
 
-/* The ucontext of a signal frame, given its handler's CFA (its stack pointer at entry). */
-static inline uintptr_t rs_arch_sigframe_context_at_cfa(uintptr_t cfa)
+/*
+ * The CFA of a signal handler whose frame record is at @fp, @next the
+ * frame pointer it saved: the kernel's frame record, right after the
+ * signal frame, which starts at the handler's CFA.
+ */
+static inline uintptr_t rs_arch_handler_cfa(uintptr_t fp, uintptr_t next)
 {
-	return cfa + sizeof(siginfo_t);
+	(void)fp;
+	return next - sizeof(siginfo_t) - sizeof(ucontext_t);
+}
+
+/* Where a signal frame of @kind keeps the interrupted context, given its handler's CFA. */
+static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_cfa, int kind)
+{
+	(void)kind;
+	return handler_cfa + sizeof(siginfo_t);
+}
+
+/* The restorers fpcheck.c finds without CFI: none, the vDSO's has its signal CIE. */
+static inline uintptr_t rs_arch_find_restorer(uintptr_t text_start, uintptr_t text_end)
+{
+	(void)text_start;
+	(void)text_end;
+	return 0;
 }
 
 /*
@@ -213,15 +234,24 @@ static inline void rs_arch_context_set(void *uc, uintptr_t pc, uintptr_t sp, uin
 	u->uc_mcontext.regs[29] = fp;
 }
 
+/* The context a signal frame of @kind keeps at @p (RS_ARCH_CONTEXT_READ_SIZE readable bytes). */
+static inline void rs_arch_sigframe_read(const void *p, int kind, struct rs_arch_context *c)
+{
+	(void)kind;
+	rs_arch_context_read(p, c);
+}
+
 /*
  * Is the ucontext at @uc (RS_ARCH_CONTEXT_READ_SIZE readable bytes) the
- * one of a signal frame?  The kernel's frame record after it holds the
- * interrupted x29 and x30, as the ucontext does; a frame laid out
- * otherwise (SVE or SME state spilled past the ucontext) fails.
+ * one of a signal frame of @kind?  The kernel's frame record after it
+ * holds the interrupted x29 and x30, as the ucontext does; a frame laid
+ * out otherwise (SVE or SME state spilled past the ucontext) fails.
  */
-static inline bool rs_arch_sigframe_ok(const void *uc)
+static inline bool rs_arch_sigframe_ok(const void *uc, int kind)
 {
 	const ucontext_t *u = uc;
+
+	(void)kind;
 	uint64_t rec[2];
 
 	memcpy(rec, (const char *)uc + sizeof(ucontext_t), sizeof(rec));

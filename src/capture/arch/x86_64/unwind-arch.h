@@ -17,9 +17,8 @@
  *
  * Signal frame (struct rt_sigframe, arch/x86/include/asm/sigframe.h): the
  * kernel enters the handler with %rsp pointing at pretcode, the return
- * address that leads to the restorer; the ucontext follows it.  The
- * handler's prologue pushes %rbp just below, so from the handler's frame
- * record the ucontext is at fp + 16.
+ * address that leads to the restorer; the ucontext follows it, at the
+ * handler's CFA (fp + 16 from its frame record).
  */
 #ifndef RELSTACK_ARCH_UNWIND_H
 #define RELSTACK_ARCH_UNWIND_H
@@ -177,20 +176,35 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 }
 
 /*
- * The ucontext of a signal frame, given its handler's frame record at
- * @handler_fp (and the frame pointer that record saved, which x86-64 does
- * not need).
+ * A return address @d bytes past an object's restorer (the objtab's, found
+ * by fpcheck.c): the kind of signal frame it returns through, or -1 when
+ * it is no signal trampoline.  x86-64 has one, rt_sigreturn.
  */
-static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_fp, uintptr_t handler_next)
+static inline int rs_arch_restorer_kind(uintptr_t d)
 {
-	(void)handler_next;
-	return handler_fp + 16;
+	return d == 0 ? 0 : -1;
 }
 
-/* The ucontext of a signal frame, given its handler's CFA: pretcode is popped by then. */
-static inline uintptr_t rs_arch_sigframe_context_at_cfa(uintptr_t cfa)
+/*
+ * The CFA of a signal handler whose frame record is at @fp (@next the frame
+ * pointer it saved, which x86-64 does not need): the record tops the frame.
+ */
+static inline uintptr_t rs_arch_handler_cfa(uintptr_t fp, uintptr_t next)
 {
-	return cfa;
+	(void)next;
+	return fp + RS_ARCH_FRAME_SIZE;
+}
+
+/* Where a signal frame of @kind keeps the interrupted context, given its handler's CFA. */
+static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_cfa, int kind)
+{
+	return handler_cfa;
+}
+
+/* The restorers fpcheck.c finds without CFI: none, the C library's has its signal CIE. */
+static inline uintptr_t rs_arch_find_restorer(uintptr_t text_start, uintptr_t text_end)
+{
+	return 0;
 }
 
 /* Bytes of a ucontext_t the walker reads: up to the end of the general registers. */
@@ -223,6 +237,12 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	}
 }
 
+/* The context a signal frame of @kind keeps at @p (RS_ARCH_CONTEXT_READ_SIZE readable bytes). */
+static inline void rs_arch_sigframe_read(const void *p, int kind, struct rs_arch_context *c)
+{
+	rs_arch_context_read(p, c);
+}
+
 /* The inverse, for tests and snapshots that build a context: pc, sp and fp into @uc. */
 static inline void rs_arch_context_set(void *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp)
 {
@@ -233,10 +253,11 @@ static inline void rs_arch_context_set(void *uc, uintptr_t pc, uintptr_t sp, uin
 	u->uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
 }
 
-/* A signal frame's ucontext needs no check beyond its bounds: its place is fixed. */
-static inline bool rs_arch_sigframe_ok(const void *uc)
+/* A signal frame of @kind at @p needs no check beyond its bounds: its place is fixed. */
+static inline bool rs_arch_sigframe_ok(const void *p, int kind)
 {
-	(void)uc;
+	(void)p;
+	(void)kind;
 	return true;
 }
 

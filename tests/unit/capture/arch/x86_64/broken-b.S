@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * broken_b(fn) for test_unwind_check.c: saves %rbp as an ordinary
- * callee-saved register and points it at two words of its own making (a
- * saved frame pointer of 0 and the program's outermost return address,
- * _start + 1), then calls fn.  Its CFI is honest.
+ * broken_b(fn) for test_unwind_check.c: saves %rbp as any callee-saved
+ * register and points it at two words of its own making - a saved frame
+ * pointer of 0 and the program's outermost return address (_start + 1) -
+ * then calls fn.  Its CFI is honest.
  */
 	.text
 	.globl	broken_b
@@ -28,6 +28,6 @@ broken_b:
 	.cfi_restore %rbp
 	ret
 	.cfi_endproc
-	.size	broken_b, .-broken_b
+	.size	broken_b, . - broken_b
 
 	.section .note.GNU-stack, "", @progbits

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * i386 side of the frame-pointer unwinder: the names the generic walker
+ * (unwind.c) asks for, as src/capture/arch/x86_64/unwind-arch.h describes
+ * them.
+ *
+ * Frame record (System V i386 ABI with -fno-omit-frame-pointer):
+ *
+ *	fp + 4:  return address into the caller
+ *	fp + 0:  the caller's frame pointer  <- %ebp
+ *
+ * Signal frames (arch/x86/include/asm/sigframe.h, the native i386 ones):
+ * the kernel enters the handler with %esp at pretcode, the return address
+ * that leads to the restorer, so the handler's CFA (fp + 8) is just above
+ * it.  Two kinds, by the restorer glibc registers (SA_RESTORER):
+ *
+ *   kind 0, rt_sigreturn (SA_SIGINFO handlers, glibc's __restore_rt):
+ *	struct rt_sigframe { pretcode; sig; pinfo; puc; siginfo_t info; ucontext_t uc; ... }
+ *	the ucontext at CFA + 12 + sizeof(siginfo_t)
+ *   kind 1, sigreturn (other handlers, glibc's __restore, which pops sig):
+ *	struct sigframe { pretcode; sig; struct sigcontext sc; ... }
+ *	the sigcontext at CFA + 4; its first 19 words are the registers in
+ *	the order of a ucontext's gregs (REG_GS .. REG_SS), but there is no
+ *	uc_stack: such a frame names no alternate signal stack.
+ *
+ * glibc (sysdeps/unix/sysv/linux/i386/libc_sigaction.c) lays the two
+ * trampolines out back to back, with no signal CIE for either:
+ *	b8 ad 00 00 00		mov $__NR_rt_sigreturn(173), %eax	<- __restore_rt
+ *	cd 80			int $0x80
+ *	90			nop
+ *	58			pop %eax				<- __restore, + 8
+ *	b8 77 00 00 00		mov $__NR_sigreturn(119), %eax
+ *	cd 80			int $0x80
+ * so the object's restorer is __restore_rt, found by these 16 bytes, and a
+ * return address 8 bytes past it is __restore.  A restorer laid out
+ * otherwise (the vDSO's, used only without SA_RESTORER) is not
+ * recognised: its frames are walked by their CFI, which the table-driven
+ * unwinder refuses (expressions), so the trace is unreliable, never wrong.
+ */
+#ifndef RELSTACK_ARCH_UNWIND_H
+#define RELSTACK_ARCH_UNWIND_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <ucontext.h>
+
+/* Bytes of a frame record: the saved frame pointer, then the return address. */
+#define RS_ARCH_FRAME_SIZE 8u
+#define RS_ARCH_FRAME_NEXT 0 /* word index of the caller's frame pointer */
+#define RS_ARCH_FRAME_RA 1   /* word index of the return address */
+
+/* The record tops its frame: the CFA is the record + RS_ARCH_FRAME_SIZE. */
+#define RS_ARCH_RECORD_TOPS_FRAME 1
+/* A function keeps a frame pointer when its CFI moves the CFA to %ebp (fpcheck.c). */
+#define RS_ARCH_FP_BY_SAVE 0
+/* The return address column is no register: a return address is always on the stack. */
+#define RS_ARCH_RA_IN_REGISTER 0
+/* GNU as writes no .sframe for i386: 0, an SFrame ABI identifier no section has. */
+#define RS_ARCH_SFRAME_ABI 0
+
+/* Registers of CFI (DWARF register numbers of the i386 psABI). */
+#define RS_ARCH_DWARF_FP 5 /* %ebp */
+#define RS_ARCH_DWARF_SP 4 /* %esp */
+#define RS_ARCH_DWARF_RA 8 /* %eip, the return address column */
+
+/* The frame record of the function this is expanded in. */
+#define rs_arch_frame_address() ((uintptr_t)__builtin_frame_address(0))
+
+/* A return address read from memory, as the walk looks it up: i386 signs none. */
+static inline uintptr_t rs_arch_strip_ra(uintptr_t ra)
+{
+	return ra;
+}
+
+/* The caller guarantees RS_ARCH_SIGRETURN_LEN readable bytes at @pc. */
+#define RS_ARCH_SIGRETURN_LEN 16u
+
+static inline bool rs_arch_is_sigreturn(const unsigned char *pc)
+{
+	static const unsigned char rt[7] = { 0xb8, 0xad, 0x00, 0x00, 0x00, 0xcd, 0x80 };
+	static const unsigned char nrt[8] = { 0x58, 0xb8, 0x77, 0x00, 0x00, 0x00, 0xcd, 0x80 };
+
+	return memcmp(pc, rt, sizeof(rt)) == 0 && memcmp(pc + 8, nrt, sizeof(nrt)) == 0;
+}
+
+/* Which signal frame a return address @d bytes past the restorer returns through; -1: none. */
+static inline int rs_arch_restorer_kind(uintptr_t d)
+{
+	return d == 0 ? 0 : d == 8 ? 1 : -1;
+}
+
+/*
+ * The CFA of a signal handler whose frame record is at @fp (@next the frame
+ * pointer it saved, which i386 does not need): the record tops the frame.
+ */
+static inline uintptr_t rs_arch_handler_cfa(uintptr_t fp, uintptr_t next)
+{
+	(void)next;
+	return fp + RS_ARCH_FRAME_SIZE;
+}
+
+/* Where a signal frame of @kind keeps the interrupted context, given its handler's CFA. */
+static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_cfa, int kind)
+{
+	return kind == 0 ? handler_cfa + 12 + sizeof(siginfo_t) : handler_cfa + 4;
+}
+
+/*
+ * glibc's trampolines anywhere in [text_start, text_end): the C library
+ * has no signal CIE to find them by.  A false match costs nothing a
+ * verdict relies on: a frame that returns to it is a signal frame crossed,
+ * never reliable.
+ */
+static inline uintptr_t rs_arch_find_restorer(uintptr_t text_start, uintptr_t text_end)
+{
+	static const unsigned char rt[7] = { 0xb8, 0xad, 0x00, 0x00, 0x00, 0xcd, 0x80 };
+	const unsigned char *p = (const unsigned char *)text_start, *end = (const unsigned char *)text_end;
+
+	while (end - p >= (ptrdiff_t)RS_ARCH_SIGRETURN_LEN &&
+	       (p = memmem(p, (size_t)(end - p) - (RS_ARCH_SIGRETURN_LEN - sizeof(rt)), rt, sizeof(rt)))) {
+		if (rs_arch_is_sigreturn(p))
+			return (uintptr_t)p;
+		p++;
+	}
+	return 0;
+}
+
+/*
+ * The fast walk's inner loop, in C: the contract of the x86-64 version
+ * (src/capture/arch/x86_64/unwind-arch.h), one frame at a time.
+ */
+__attribute__((always_inline)) static inline bool
+rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uintptr_t *acc_io,
+		    uintptr_t *r_out, const uintptr_t *start, const uintptr_t *span, const uint64_t *wdelta,
+		    uintptr_t top)
+{
+	const uintptr_t s = *start, n = *span;
+	const uint64_t wd = *wdelta;
+	uintptr_t fp = *fp_io, acc = *acc_io, x, next, lo = 0;
+	uint64_t *out = *out_io;
+	bool window;
+
+	for (;;) {
+		x = ((const uintptr_t *)fp)[RS_ARCH_FRAME_RA] - s;
+		if (x >= n) {
+			window = false;
+			break;
+		}
+		*out++ = x + wd;
+		next = ((const uintptr_t *)fp)[RS_ARCH_FRAME_NEXT];
+		acc |= next;
+		lo = fp + RS_ARCH_FRAME_SIZE;
+		if (next < lo || next > top) {
+			x = next;
+			window = true;
+			break;
+		}
+		fp = next;
+	}
+	*fp_io = fp;
+	*lo_out = lo;
+	*out_io = out;
+	*acc_io = acc;
+	*r_out = x;
+	return window;
+}
+
+/* Bytes of a saved context the walker reads: a ucontext_t up to the end of its general registers. */
+#define RS_ARCH_CONTEXT_READ_SIZE (offsetof(ucontext_t, uc_mcontext) + sizeof(gregset_t))
+
+/* What the walker takes from an interrupted context. */
+struct rs_arch_context {
+	uintptr_t pc, sp, fp;
+	uintptr_t lr; /* no link register: 0 */
+	uintptr_t alt_lo, alt_hi; /* the alternate signal stack the kernel reports; 0, 0 if none */
+};
+
+static inline void rs_arch_gregs_read(const greg_t *g, struct rs_arch_context *c)
+{
+	c->pc = (uintptr_t)g[REG_EIP];
+	c->sp = (uintptr_t)g[REG_ESP];
+	c->fp = (uintptr_t)g[REG_EBP];
+	c->lr = 0;
+}
+
+_Static_assert(offsetof(struct sigcontext, eip) == REG_EIP * sizeof(greg_t) &&
+		       offsetof(struct sigcontext, esp) == REG_ESP * sizeof(greg_t) &&
+		       offsetof(struct sigcontext, ebp) == REG_EBP * sizeof(greg_t),
+	       "a sigcontext holds the registers in the order of a gregset_t");
+
+/* The caller guarantees RS_ARCH_CONTEXT_READ_SIZE readable bytes at @uc. */
+static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *c)
+{
+	const ucontext_t *u = uc;
+
+	rs_arch_gregs_read(u->uc_mcontext.gregs, c);
+	/* setup_rt_frame() saves the thread's sigaltstack settings in uc_stack */
+	if (!(u->uc_stack.ss_flags & SS_DISABLE) && u->uc_stack.ss_size) {
+		c->alt_lo = (uintptr_t)u->uc_stack.ss_sp;
+		c->alt_hi = c->alt_lo + u->uc_stack.ss_size;
+		if (c->alt_hi < c->alt_lo)
+			c->alt_lo = c->alt_hi = 0;
+	} else {
+		c->alt_lo = c->alt_hi = 0;
+	}
+}
+
+/* The context a signal frame of @kind keeps at @p (RS_ARCH_CONTEXT_READ_SIZE readable bytes). */
+static inline void rs_arch_sigframe_read(const void *p, int kind, struct rs_arch_context *c)
+{
+	if (kind == 0) {
+		rs_arch_context_read(p, c);
+		return;
+	}
+	/* a struct sigcontext: the registers of a gregset_t, in its order */
+	rs_arch_gregs_read(p, c);
+	c->alt_lo = c->alt_hi = 0;
+}
+
+/* A signal frame of @kind at @p needs no check beyond its bounds: its place is fixed. */
+static inline bool rs_arch_sigframe_ok(const void *p, int kind)
+{
+	(void)p;
+	(void)kind;
+	return true;
+}
+
+/* The inverse, for tests and snapshots that build a context: pc, sp and fp into @uc. */
+static inline void rs_arch_context_set(void *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp)
+{
+	ucontext_t *u = uc;
+
+	u->uc_mcontext.gregs[REG_EIP] = (greg_t)pc;
+	u->uc_mcontext.gregs[REG_ESP] = (greg_t)sp;
+	u->uc_mcontext.gregs[REG_EBP] = (greg_t)fp;
+}
+
+#endif
