@@ -970,8 +970,12 @@ cfi:
 				if (row.cfa_on_fp)
 					t.on = false; /* the CFA depends on a value, not on where the frame is */
 				cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
-				/* the caller's frame is above this one and inside the window */
-				if (cfa <= sp || cfa > hi) {
+				/*
+				 * The caller's frame is above this one and inside the
+				 * window; a leaf's (its return address in its register)
+				 * may take no stack at all.
+				 */
+				if (cfa < sp + (row.ra_rule != RS_CFI_SAME) || cfa > hi) {
 					reasons |= cfa <= sp && cfa >= r->lo ? RELSTACK_UNRELIABLE_NOT_INCREASING
 									     : RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 					goto walk_end;

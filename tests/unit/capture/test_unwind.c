@@ -45,9 +45,13 @@ static uintptr_t fp_text(void) { return (uintptr_t)&text_in_test + 1; }
 static uintptr_t nofp_text(void) { return (uintptr_t)&rs_unwind_nofp_call + 1; }
 /* code that keeps frame pointers in an object whose CFI the walk never reads (an interrupted pc there is followed by its frame pointer) */
 static uintptr_t lib_fp_text(void) { return (uintptr_t)&rs_unwind_fp_inner + 1; }
-/* the program's own outermost frame: _start's CFI leaves the return address undefined */
+/*
+ * the program's own outermost frame: _start's CFI leaves the return address
+ * undefined (from its first instruction on x86-64, after a landing pad on
+ * aarch64)
+ */
 extern char _start[];
-static uintptr_t outer_text(void) { return (uintptr_t)_start + 1; }
+static uintptr_t outer_text(void) { return cfi_ra_of_kind(cfi_of_addr((uintptr_t)_start), ROW_OUTERMOST); }
 /* An instruction of librs_unwind_fp.so that no CFI row describes (padding after a function). */
 static uintptr_t lib_gap_text(void) { return cfi_ra_of_kind(cfi_of_addr(lib_fp_text()), ROW_GAP) - 1; }
 #define UNKNOWN_TEXT_ADDR ((uintptr_t)0x10000)
