@@ -36,7 +36,17 @@
  */
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
+#ifdef RS_BENCH_LIBUNWIND
 #include <libunwind.h>
+#else
+/* A cross build without the architecture's libunwind (bench/meson.build): its methods report nothing. */
+static int unw_backtrace(void **buffer, int size)
+{
+	(void)buffer;
+	(void)size;
+	return -1;
+}
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -56,7 +56,8 @@ struct relstack_recorder_opts {
 					     existing file keeps its geometry */
 	enum relstack_recorder_mode mode; /* for the new run */
 	unsigned flags;                   /* RELSTACK_RECORDER_* */
-	unsigned objtab_capacity;         /* object slots persisted per run; 0: 256, at most 1023.
+	unsigned objtab_capacity;         /* object slots persisted per run; 0: 256, at most 1023
+					     (with 4-byte entry words: 0: 127, at most 127).
 					     New files only.  While the recorder is open, objects
 					     beyond it encode as UNKNOWN, so a program with more
 					     loaded objects asks for more */

@@ -225,17 +225,17 @@ static unsigned char *read_debug_frame(const char *path, const uint8_t *id, size
 {
 	bool same_build = len == 0;
 	unsigned char *sec = NULL;
-	Elf64_Shdr *sh = NULL;
+	ElfW(Shdr) *sh = NULL;
 	char *names = NULL;
-	Elf64_Ehdr eh;
+	ElfW(Ehdr) eh;
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !read_at(fd, &eh, sizeof(eh), 0) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != RS_ELF_NATIVE_CLASS ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(ElfW(Shdr)) || !eh.e_shnum ||
 	    eh.e_shstrndx >= eh.e_shnum)
 		goto out;
 	sh = calloc(eh.e_shnum, sizeof(*sh));

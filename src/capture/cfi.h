@@ -50,6 +50,9 @@
 
 #include "relstack-local.h"
 
+/* The ELF class of this process's objects, the one ElfW() names. */
+#define RS_ELF_NATIVE_CLASS (__ELF_NATIVE_CLASS == 64 ? ELFCLASS64 : ELFCLASS32)
+
 /* How to find a register of the caller. */
 enum rs_cfi_rule {
 	RS_CFI_SAME = 0,      /* unchanged */

@@ -163,9 +163,12 @@ static uintptr_t find_restorer(uintptr_t start, uintptr_t len, uintptr_t text_st
 {
 	if (start < text_start || start > text_end || len > text_end - start || len > 64)
 		return 0;
-	for (uintptr_t pc = start; pc + RS_ARCH_SIGRETURN_LEN <= start + len; pc++)
-		if (rs_arch_is_sigreturn((const unsigned char *)pc))
-			return pc;
+	for (uintptr_t pc = start; pc + RS_ARCH_SIGRETURN_LEN <= start + len; pc++) {
+		uintptr_t r = rs_arch_restorer_at((const unsigned char *)pc);
+
+		if (r)
+			return r;
+	}
 	return 0;
 }
 

@@ -174,10 +174,10 @@ static RS_ALWAYS_INLINE bool rs_objtab_find(struct rs_objtab_view *v, uintptr_t 
 	return true;
 }
 
-/* Is @addr, found in the view's range, that object's signal-return trampoline? */
+/* Is @addr, found in the view's range, one of that object's signal-return trampolines? */
 static inline bool rs_objtab_view_is_restorer(const struct rs_objtab_view *v, uintptr_t addr)
 {
-	return v->restorer && rs_arch_restorer_kind(addr - v->restorer) >= 0;
+	return v->restorer && rs_arch_restorer_kind(addr, v->restorer) >= 0;
 }
 
 static inline uint32_t rs_objtab_view_slot(const struct rs_objtab_view *v)

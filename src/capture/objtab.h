@@ -21,8 +21,16 @@
 #include "relstack/entry.h"
 #include "relstack-local.h"
 
-/* Capacity of the in-process table: every slot index the native word can name. */
+/*
+ * Capacity of the in-process table: every slot index the native word can
+ * name (docs/format.md: 10 index bits in 64-bit words, 7 in 32-bit ones,
+ * the highest index value the marker's).
+ */
+#if UINTPTR_MAX == UINT64_MAX
 #define RS_OBJTAB_SLOTS 1023u
+#else
+#define RS_OBJTAB_SLOTS 127u
+#endif
 
 /*
  * Result of a lookup.  found == false: the address lies in no indexed

@@ -835,7 +835,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			struct rs_arch_context c;
 			const struct rs_stack_range *nr;
 
-			kind = rs_arch_restorer_kind(ra - v->restorer);
+			kind = rs_arch_restorer_kind(ra, v->restorer);
 			uc = rs_arch_sigframe_context(rs_arch_handler_cfa(fp, next), kind);
 cross:
 			pending = RELSTACK_UNRELIABLE_SIGNAL_FRAME;
@@ -1017,7 +1017,7 @@ cfi:
 					t.on = false;
 				} else if (rs_unlikely(rs_objtab_view_is_restorer(v, pc))) {
 					/* the handler returns to the signal trampoline, its CFA the signal frame's */
-					kind = rs_arch_restorer_kind(pc - v->restorer);
+					kind = rs_arch_restorer_kind(pc, v->restorer);
 					uc = rs_arch_sigframe_context(sp, kind);
 					goto cross;
 				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {

@@ -61,7 +61,7 @@ static void image_free(struct image *im)
 
 static bool phdrs_ok(const ElfW(Ehdr) *eh)
 {
-	return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+	return memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == RS_ELF_NATIVE_CLASS &&
 	       eh->e_phentsize == sizeof(ElfW(Phdr)) && eh->e_phnum > 0 && eh->e_phnum < 4096;
 }
 

@@ -118,7 +118,7 @@ _Static_assert(RS_MODE_OVERWRITE == RELSTACK_MODE_OVERWRITE && RS_MODE_STOP == R
 _Static_assert(sizeof(struct relstack_crash_fields) == 32, "crash fields are 32 bytes");
 
 #define RS_DEFAULT_RING (1u << 20)
-#define RS_DEFAULT_OBJTAB 256u
+#define RS_DEFAULT_OBJTAB (RS_OBJTAB_SLOTS < 256u ? RS_OBJTAB_SLOTS : 256u)
 
 static inline uint64_t round_block(uint64_t n)
 {

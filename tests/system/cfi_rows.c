@@ -4,8 +4,10 @@
  * test_cfi_readelf.py to compare with readelf's.  Reads lines
  * "OBJECT OFFSET" (OBJECT: libc or ldso; OFFSET: a link-time address in
  * hex) on standard input and writes, per line, "OFFSET CFA RA FP", each
- * column as readelf --debug-dump=frames-interp writes it ("rsp+8",
- * "c-8", "u"), or "OFFSET error ENOENT|ENOTSUP".
+ * column as readelf --debug-dump=frames-interp writes it ("sp+8",
+ * "c-8", "u", with sp and fp for the machine's stack and frame pointer
+ * registers, which test_cfi_readelf.py names), or "OFFSET error
+ * ENOENT|ENOTSUP".
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -65,7 +67,7 @@ int main(void)
 			printf("%lx - u -\n", off);
 			continue;
 		}
-		printf("%lx %s%+ld c%+ld ", off, r.cfa_on_fp ? "rbp" : "rsp", (long)r.cfa_off, (long)r.ra_off);
+		printf("%lx %s%+ld c%+ld ", off, r.cfa_on_fp ? "fp" : "sp", (long)r.cfa_off, (long)r.ra_off);
 		if (r.fp_rule == RS_CFI_OFFSET)
 			printf("c%+ld\n", (long)r.fp_off);
 		else

@@ -67,7 +67,7 @@ static struct rs_cfi_table *table_of(const unsigned char *m, size_t size, int re
 
 	if (!machine)
 		machine = own_machine();
-	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != (__ELF_NATIVE_CLASS == 64 ? ELFCLASS64 : ELFCLASS32) ||
+	if (size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != RS_ELF_NATIVE_CLASS ||
 	    eh->e_machine != machine ||
 	    eh->e_phentsize != sizeof(*ph) || eh->e_phoff > size || (size - eh->e_phoff) / sizeof(*ph) < eh->e_phnum)
 		return NULL;

@@ -235,10 +235,13 @@ static void run(const struct variant *va)
 		assert_false(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) >= 3));
 		expect[0] = mapped_path((uint64_t)(uintptr_t)dlsym(hd, "swap_d_fault"));
 	} else {
+		struct relstack_format f;
+
+		relstack_format_native(&f);
 		record_flags = va->how == RESCAN ? RELSTACK_RECORD_RESCAN : 0;
 		call_through(hd, "d");
 		for (int i = 1; i < abs_n && i < MAXW; i++)
-			if (abs_words[i] < UINT64_MAX - 2) /* not a marker */
+			if (abs_words[i] < relstack_word_marker(&f, RELSTACK_MARKER_SIGNAL)) /* not a marker */
 				expect[i] = mapped_path(abs_words[i]);
 	}
 	assert_int_equal(relstack_recorder__close(rec), 0);

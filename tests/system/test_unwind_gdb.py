@@ -35,7 +35,9 @@ GDB, TARGET = sys.argv[1:3]
 del sys.argv[1:3]
 
 REASON_SIGNAL_FRAME = 0x10
-SIGNAL_WORD = (1 << 64) - 3  # the SIGNAL marker of absolute 64-bit words
+with open(TARGET, "rb") as _f:
+    WORD_BITS = 64 if _f.read(5)[4] == 2 else 32  # the target's ELF class: its entry words' width
+SIGNAL_WORD = (1 << WORD_BITS) - 3  # the SIGNAL marker of absolute words
 
 # Captures that must be reliable, on both threads unless said otherwise.
 RELIABLE = ["chain", "pthread_once", "qsort", "bsearch", "twalk", "dl_iterate_phdr", "tail_call"]

@@ -57,9 +57,12 @@ static const char *where; /* "main" or "thread" */
 
 static void write_trace(const char *tag, const uint64_t *w, int n, const struct relstack_verdict *v)
 {
+	struct relstack_format f;
+
+	relstack_format_native(&f);
 	fprintf(out, "%s.%s %x", tag, where, v->reasons);
 	for (int i = 0; i < n; i++) {
-		if (w[i] == UINT64_MAX)
+		if (w[i] == relstack_word_marker(&f, RELSTACK_MARKER_END))
 			fprintf(out, " END");
 		else
 			fprintf(out, " %#llx", (unsigned long long)w[i]);

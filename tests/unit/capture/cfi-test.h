@@ -16,6 +16,7 @@
 
 #include "capture/cfi.h"
 #include "capture/objtab.h"
+#include "unwind-arch.h"
 
 /* The signal-return trampoline the object table publishes with the C runtime; 0 if none. */
 static inline uintptr_t crt_restorer(void)
@@ -25,6 +26,17 @@ static inline uintptr_t crt_restorer(void)
 	if (!rs_objtab_lookup((uintptr_t)dlsym(RTLD_DEFAULT, "__libc_start_main"), &l))
 		return 0;
 	return l.restorer;
+}
+
+/* Its rt_sigreturn trampoline (kind 0), where an SA_SIGINFO handler returns; 0 if none. */
+static inline uintptr_t crt_rt_restorer(void)
+{
+	uintptr_t r = crt_restorer(), base = r & ~(uintptr_t)1; /* bit 0 may name a layout (unwind-arch.h) */
+
+	for (uintptr_t a = base; r && a < base + 32; a++)
+		if (rs_arch_restorer_kind(a, r) == 0)
+			return a;
+	return 0;
 }
 
 struct cfi_of_find {
@@ -90,7 +102,7 @@ static inline const struct rs_cfi_table *crt_cfi(void)
 
 enum row_kind {
 	ROW_OUTERMOST,   /* the return address rule is undefined */
-	ROW_ENTRY,       /* CFA = sp + 8, return address at CFA - 8, frame pointer unchanged */
+	ROW_ENTRY,       /* CFA = sp + a word, return address at CFA - a word, frame pointer unchanged */
 	ROW_SAVES_FP,    /* CFA on the stack pointer, the frame pointer saved */
 	ROW_UNSUPPORTED, /* a rule the walk cannot follow */
 	ROW_GAP,         /* code no FDE covers (padding between functions) */
@@ -112,7 +124,8 @@ static inline uintptr_t cfi_ra_of_kind(const struct rs_cfi_table *o, enum row_ki
 				return pc + 1;
 			break;
 		case ROW_ENTRY:
-			if (!err && r.ra_rule == RS_CFI_OFFSET && !r.cfa_on_fp && r.cfa_off == 8 && r.ra_off == -8 &&
+			if (!err && r.ra_rule == RS_CFI_OFFSET && !r.cfa_on_fp && r.cfa_off == (int64_t)sizeof(uintptr_t) &&
+			    r.ra_off == -(int64_t)sizeof(uintptr_t) &&
 			    r.fp_rule == RS_CFI_SAME)
 				return pc + 1;
 			break;

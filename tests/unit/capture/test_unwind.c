@@ -73,6 +73,9 @@ static uintptr_t lib_gap_text(void) { return cfi_ra_of_kind(cfi_of_addr(lib_fp_t
 
 static uintptr_t slot(size_t i) { return (uintptr_t)&stk[i]; }
 
+/* Half a word: a frame pointer this far off a slot is misaligned. */
+#define MISALIGN (sizeof(uintptr_t) / 2)
+
 static void frame(size_t i, uintptr_t next, uintptr_t ra)
 {
 	stk[i] = next;
@@ -219,13 +222,13 @@ static void misaligned_frame_pointer_after_a_run_in_one_object_is_misaligned(voi
 	frame(4, slot(10), fp_text());
 	frame(10, slot(16), fp_text() + 1);
 	frame(16, slot(22), fp_text() + 2);
-	frame(22, slot(30) + 4, fp_text() + 3);
+	frame(22, slot(30) + MISALIGN, fp_text() + 3);
 	/* the misaligned record reads as a perfect last frame: next 0, ra in the same object */
 	{
 		uintptr_t zero = 0, ra = fp_text() + 4;
 
-		memcpy((char *)&stk[30] + 4, &zero, sizeof(zero));
-		memcpy((char *)&stk[30] + 12, &ra, sizeof(ra));
+		memcpy((char *)&stk[30] + MISALIGN, &zero, sizeof(zero));
+		memcpy((char *)&stk[30] + MISALIGN + sizeof(zero), &ra, sizeof(ra));
 	}
 	fake_walk(&w, slot(4));
 	n = rs_unwind_walk(&w, words, 16, &v);
@@ -321,7 +324,7 @@ static void the_restorer_is_found_in_the_c_runtime(void **state)
 	PREMISE(crt_restorer(), NO_CRT_RESTORER);
 	/* published with the C runtime's range, its bytes the trampoline's */
 	assert_true(r != 0);
-	assert_true(rs_arch_is_sigreturn((const unsigned char *)r));
+	assert_true(rs_arch_restorer_at((const unsigned char *)(r & ~(uintptr_t)1)) == r); /* bit 0 may name a layout */
 	assert_true(rs_objtab_lookup(r, &l));
 	assert_int_equal(l.restorer, r);
 	assert_true(rs_objtab_lookup((uintptr_t)dlsym(RTLD_DEFAULT, "__libc_start_main"), &l));
@@ -331,12 +334,24 @@ static void the_restorer_is_found_in_the_c_runtime(void **state)
 	assert_int_equal(l.restorer, 0);
 }
 
-/* A handler frame at @hf whose return address is the restorer, its ucontext after it. */
+/* The word index of the ucontext of a signal frame (rt_sigreturn) whose handler's CFA is word @cfa. */
+static size_t context_index(size_t cfa)
+{
+	return (rs_arch_sigframe_context(slot(cfa), 0) - slot(0)) / sizeof(uintptr_t);
+}
+
+/* Words from a handler's frame record to the end of its signal frame's ucontext. */
+static size_t signal_frame_words(void)
+{
+	return context_index(RS_ARCH_FRAME_SIZE / sizeof(uintptr_t)) + sizeof(ucontext_t) / sizeof(uintptr_t);
+}
+
+/* A handler frame at @hf whose return address is the restorer, its ucontext in the signal frame above. */
 static ucontext_t *signal_frame(size_t hf, uintptr_t pc, uintptr_t sp, uintptr_t fp)
 {
-	ucontext_t *uc = (ucontext_t *)(void *)&stk[hf + 2];
+	ucontext_t *uc = (ucontext_t *)(void *)&stk[context_index(hf + RS_ARCH_FRAME_SIZE / sizeof(uintptr_t))];
 
-	frame(hf, 0x5a5a, crt_restorer());
+	frame(hf, 0x5a5a, crt_rt_restorer());
 	memset(uc, 0, sizeof(*uc));
 	rs_arch_context_set(uc, pc, sp, fp);
 	return uc;
@@ -344,7 +359,7 @@ static ucontext_t *signal_frame(size_t hf, uintptr_t pc, uintptr_t sp, uintptr_t
 
 static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 {
-	size_t above = 8 + 2 + sizeof(ucontext_t) / sizeof(uintptr_t) + 8;
+	size_t above = 8 + signal_frame_words() + 8;
 	uint64_t words[16];
 	struct relstack_verdict v;
 	struct rs_walk w;
@@ -369,7 +384,7 @@ static void restorer_return_address_is_a_signal_frame_crossed(void **state)
 
 static void signal_frame_whose_interrupted_instruction_has_a_row_is_crossed_reliably(void **state)
 {
-	size_t above = 8 + 2 + sizeof(ucontext_t) / sizeof(uintptr_t) + 8;
+	size_t above = 8 + signal_frame_words() + 8;
 	uint64_t words[16];
 	struct relstack_verdict v;
 	struct rs_walk w;
@@ -777,10 +792,10 @@ static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 	const struct rs_cfi_table *o = crt_cfi();
 	uintptr_t entry = cfi_ra_of_kind(o, ROW_ENTRY), outer = cfi_ra_of_kind(o, ROW_OUTERMOST);
 	size_t uw = sizeof(ucontext_t) / sizeof(uintptr_t);
-	size_t x = 8 + 2 + uw + 8; /* the interrupted stack pointer of the second signal */
-	size_t f = x + 2;          /* a frame record whose return address is into the C runtime (entry row) */
-	size_t u1 = f + 3;         /* the C runtime function's CFA: the first signal's ucontext */
-	size_t z = u1 + uw + 8;    /* the first signal's interrupted stack pointer */
+	size_t x = 8 + signal_frame_words() + 8; /* the interrupted stack pointer of the second signal */
+	size_t f = x + 2;                        /* a frame record whose return address is into the C runtime (entry row) */
+	size_t u1 = context_index(f + 3);        /* from the C runtime function's CFA: the first signal's ucontext */
+	size_t z = u1 + uw + 8;                  /* the first signal's interrupted stack pointer */
 	uint64_t words[32], ref[32];
 	struct relstack_verdict v, rv;
 	struct rs_walk w;
@@ -793,7 +808,7 @@ static void a_tail_that_crossed_a_signal_frame_is_not_cached(void **state)
 	frame(4, slot(8), fp_text());
 	signal_frame(8, lib_gap_text(), slot(x), slot(f));
 	frame(f, 0x7777, entry);
-	stk[f + 2] = crt_restorer();
+	stk[f + 2] = crt_rt_restorer();
 	uc = (ucontext_t *)(void *)&stk[u1];
 	memset(uc, 0, sizeof(*uc));
 	rs_arch_context_set(uc, entry - 1, slot(z), 0x7777);
@@ -891,7 +906,7 @@ static uintptr_t random_word(void)
 	case 5: return fp_text() + rnd() % 64;
 	case 6: return nofp_text();
 	case 7: return crt_ra[rnd() % RS_ARRAY_SIZE(crt_ra)];
-	case 8: return crt_restorer();
+	case 8: return crt_rt_restorer();
 	case 9: return UNKNOWN_TEXT_ADDR + rnd() % 4096;
 	case 10: return 1;
 	default: return (uintptr_t)rnd();

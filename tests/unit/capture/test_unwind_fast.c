@@ -150,7 +150,7 @@ static int find_objects(void)
 	 */
 	entry_ra[0] = cfi_ra_of_kind(crt_cfi(), ROW_OUTERMOST);
 	entry_ra[1] = cfi_ra_of_kind(crt_cfi(), ROW_ENTRY);
-	restorer = crt_restorer();
+	restorer = crt_rt_restorer();
 	/* a frame a recorder in another object skips: in librs_unwind_fp.so */
 	pass_ra = (uintptr_t)&rs_unwind_fp_call + 5;
 	if (nfp == 0 || !entry_ra[0] || !entry_ra[1] || !rs_objtab_lookup(entry_ra[0], &l) ||
@@ -368,7 +368,8 @@ static void random_stack(struct rs_walk *w, const struct object *o)
 	size_t at = 4 + rnd() % 16, i = at, top_cut;
 	unsigned depth = rnd() % 4 ? (unsigned)(rnd() % 40) : (unsigned)(rnd() % 250);
 	bool perturb = rnd() % 3 == 0;
-	size_t ucw = sizeof(ucontext_t) / sizeof(uintptr_t) + 4;
+	/* a signal frame's words, from the handler's record to past its ucontext */
+	size_t ucw = (rs_arch_sigframe_context(RS_ARCH_FRAME_SIZE, 0) + sizeof(ucontext_t)) / sizeof(uintptr_t) + 4;
 
 	for (size_t j = 0; j < 24; j++) /* what the start of the last stack left, partly */
 		img.w[j] = rnd() % 2 ? garbage() : img.w[j];
@@ -388,13 +389,11 @@ static void random_stack(struct rs_walk *w, const struct object *o)
 			}
 		}
 		if (ra == restorer) {
-			/* a signal frame: the ucontext after the handler's record, the interrupted frames above it */
-			ucontext_t *uc = (ucontext_t *)(void *)&img.w[i + 2];
-			size_t above = i + 2 + ucw;
+			/* a signal frame: the ucontext above the handler's record, the interrupted frames above it */
+			ucontext_t *uc = (ucontext_t *)rs_arch_sigframe_context(slot(&img, i) + RS_ARCH_FRAME_SIZE, 0);
+			size_t above = i + ucw, fpw = above + rnd() % 3;
 
 			memset(uc, 0, sizeof(*uc));
-			size_t fpw = above + rnd() % 3;
-
 			rs_arch_context_set(uc, rnd() % 2 ? o->base + 3 : odd_ra(), slot(&img, above), slot(&img, fpw));
 			frame(&img, i, garbage(), ra);
 			i = fpw;
@@ -593,7 +592,7 @@ static void fast_walk_stopping_at_a_frame_it_does_not_decide_is_resumed_there(vo
 	/* a misaligned frame pointer: the fast walk's words are all dropped */
 	for (unsigned k = 0; k < 24; k++) {
 		warm_common_stack(&w, 30, 0);
-		img.w[4 + 2 * k] = slot(&img, 4 + 2 * k + 2) + 4;
+		img.w[4 + 2 * k] = slot(&img, 4 + 2 * k + 2) + sizeof(uintptr_t) / 2;
 		check_traced_n(&w, MAXW, &traced);
 		assert_int_equal(traced, 0);
 		assert_int_equal(last_ref.v.reasons, RELSTACK_UNRELIABLE_MISALIGNED);
@@ -601,7 +600,7 @@ static void fast_walk_stopping_at_a_frame_it_does_not_decide_is_resumed_there(vo
 	}
 	/* even when the misaligned record reads as a perfect frame of the chain, up to the entry */
 	for (unsigned k = 0; k < 24; k++) {
-		uintptr_t bad = slot(&img, 4 + 2 * k + 2) + 4, rec[2];
+		uintptr_t bad = slot(&img, 4 + 2 * k + 2) + sizeof(uintptr_t) / 2, rec[2];
 
 		warm_common_stack(&w, 30, 0);
 		img.w[4 + 2 * k] = bad;
@@ -897,12 +896,38 @@ static void handler_changing_the_cache_mid_walk_changes_no_word(void **state)
 struct real_case {
 	unsigned compared, differ, capture_differ;
 	bool fast_finished;   /* a warm traced relstack_capture() was the fast walk's alone */
+	bool cacheable;       /* the tail can be cached (tail_cacheable()) */
 	unsigned traced;      /* its words after the first the fast walk wrote (and kept) */
 	uint32_t full_reasons;
 	size_t full_n;
 };
 
 static struct real_case main_case, thread_case, chain_case;
+
+/*
+ * Whether a walk caches the tail of the absolute words @w: the first frame
+ * in an object without frame pointers finds its CFA from the stack
+ * pointer, and the frame before it did not realign its stack (unwind.c,
+ * drap_cfa()).  On i386 neither holds for the C library's thread starts
+ * nor for main(): those tails are walked by CFI every time.
+ */
+static bool tail_cacheable(const uint64_t *w, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		const struct rs_cfi_table *o;
+		struct rs_cfi_row row;
+		struct rs_lookup l;
+
+		if (!rs_objtab_lookup((uintptr_t)w[i], &l) || !(l.flags & RELSTACK_OBJECT_NO_FP))
+			continue;
+		o = cfi_of_addr((uintptr_t)w[i]);
+		if (!o || rs_cfi_row_at(o, (uintptr_t)w[i] - 1, &row) || row.cfa_on_fp)
+			return false;
+		o = cfi_of_addr((uintptr_t)w[i - 1]);
+		return !(o && rs_cfi_row_at(o, (uintptr_t)w[i - 1] - 1, &row) == -ENOTSUP && row.cfa_deref);
+	}
+	return true;
+}
 
 /*
  * On a real stack, from the frame of this function: the fast and the
@@ -976,6 +1001,7 @@ __attribute__((noinline)) void real_compare(void *arg)
 		while (rc->traced + 1 < (unsigned)n && words[rc->traced + 1] == ref.words[rc->traced] + 1)
 			rc->traced++;
 	rc->fast_finished = v.reasons == 0 && rc->traced + 2 == (unsigned)n && words[n - 1] == RS_NATIVE_END;
+	rc->cacheable = tail_cacheable(ref.words, ref.n);
 	__asm__ volatile("" ::: "memory");
 }
 
@@ -1034,7 +1060,10 @@ static void main_thread_end_at_start_is_found_by_both_walks(void **state)
 		return;
 	assert_int_equal(main_case.full_reasons, 0);
 	assert_int_equal(main_case.full_n, 5);
-	assert_true(main_case.fast_finished);
+	if (main_case.cacheable)
+		assert_true(main_case.fast_finished);
+	else
+		fprintf(stderr, "main thread: its tail is walked by CFI each time (not cacheable), not by the fast walk\n");
 }
 
 static void thread_end_at_clone3_is_found_by_both_walks(void **state)
@@ -1047,7 +1076,10 @@ static void thread_end_at_clone3_is_found_by_both_walks(void **state)
 	/* entry_thread, start_thread, clone3, END (a sanitizer's thread start may add frames) */
 	if (thread_case.full_reasons == 0) {
 		assert_true(thread_case.full_n >= 4);
-		assert_true(thread_case.fast_finished);
+		if (thread_case.cacheable)
+			assert_true(thread_case.fast_finished);
+		else
+			fprintf(stderr, "thread: its tail is walked by CFI each time (not cacheable), not by the fast walk\n");
 	}
 }
 
@@ -1063,7 +1095,8 @@ static void thread_chain_through_a_library_is_resumed_and_equal(void **state)
 	assert_true(chain_case.full_n >= 7);
 	/* a warm capture: the fast walk wrote chain_cb's word, then handed over at the library */
 	assert_false(chain_case.fast_finished);
-	assert_int_equal(chain_case.traced, 1);
+	if (chain_case.cacheable) /* (the fast walk is armed by a cached tail) */
+		assert_int_equal(chain_case.traced, 1);
 }
 
 int main(void)

@@ -155,14 +155,25 @@ _Static_assert(sizeof(ucontext_t) == 4560, "arm64 struct ucontext");
 _Static_assert(offsetof(ucontext_t, uc_mcontext) == 176, "arm64 uc_mcontext");
 
 /*
- * A return address @d bytes past an object's restorer (found by
- * fpcheck.c through its signal CIE, as the vDSO's __kernel_rt_sigreturn
- * has): the kind of signal frame it returns through, or -1 when it is no
- * signal trampoline.  aarch64 has one, rt_sigreturn.
+ * The object's restorer (objtab.h) if its trampoline starts at @pc, else
+ * 0: an arch-defined value, here the trampoline's address (found by
+ * fpcheck.c through its object's signal CIE, as the vDSO's
+ * __kernel_rt_sigreturn has).
  */
-static inline int rs_arch_restorer_kind(uintptr_t d)
+static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
 {
-	return d == 0 ? 0 : -1;
+	return rs_arch_is_sigreturn(pc) ? (uintptr_t)pc : 0;
+}
+
+/*
+ * The kind of signal frame a return address @ra into an object with
+ * @restorer returns through, or -1 when it is no signal trampoline.
+ * aarch64 has one kind, rt_sigreturn; the handler's x30 is the
+ * trampoline's first instruction itself.
+ */
+static inline int rs_arch_restorer_kind(uintptr_t ra, uintptr_t restorer)
+{
+	return ra == restorer ? 0 : -1;
 }
 
 /*

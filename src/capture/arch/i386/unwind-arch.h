@@ -23,19 +23,23 @@
  *	the order of a ucontext's gregs (REG_GS .. REG_SS), but there is no
  *	uc_stack: such a frame names no alternate signal stack.
  *
- * glibc (sysdeps/unix/sysv/linux/i386/libc_sigaction.c) lays the two
- * trampolines out back to back, with no signal CIE for either:
- *	b8 ad 00 00 00		mov $__NR_rt_sigreturn(173), %eax	<- __restore_rt
- *	cd 80			int $0x80
- *	90			nop
- *	58			pop %eax				<- __restore, + 8
- *	b8 77 00 00 00		mov $__NR_sigreturn(119), %eax
- *	cd 80			int $0x80
- * so the object's restorer is __restore_rt, found by these 16 bytes, and a
- * return address 8 bytes past it is __restore.  A restorer laid out
- * otherwise (the vDSO's, used only without SA_RESTORER) is not
- * recognised: its frames are walked by their CFI, which the table-driven
- * unwinder refuses (expressions), so the trace is unreliable, never wrong.
+ * The trampolines come in two layouts, and glibc uses either:
+ *
+ *   the vDSO's (arch/x86/entry/vdso/vdso32/sigreturn.S), which glibc
+ *   lets the kernel use by not setting SA_RESTORER:
+ *	58 b8 77 00 00 00 cd 80	pop %eax; mov $__NR_sigreturn(119), %eax; int $0x80	<- __kernel_sigreturn
+ *	... (padding to 16)
+ *	b8 ad 00 00 00 cd 80	mov $__NR_rt_sigreturn(173), %eax; int $0x80		<- __kernel_rt_sigreturn, + 16
+ *   glibc's own (sysdeps/unix/sysv/linux/i386/libc_sigaction.c), for a
+ *   restorer set explicitly, with no signal CIE to find them by:
+ *	b8 ad 00 00 00 cd 80 90	mov $173, %eax; int $0x80; nop			<- __restore_rt
+ *	58 b8 77 00 00 00 cd 80	pop %eax; mov $119, %eax; int $0x80		<- __restore, + 8
+ *
+ * An object's restorer (objtab.h) is the first trampoline's address, with
+ * bit 0 set for the vDSO's layout (trampolines found at odd addresses are
+ * not taken): rs_arch_restorer_kind() tells the two return addresses of a
+ * layout apart from it, and no other address is a trampoline.  Both
+ * layouts are found by their bytes, the vDSO's in its signal FDE too.
  */
 #ifndef RELSTACK_ARCH_UNWIND_H
 #define RELSTACK_ARCH_UNWIND_H
@@ -76,20 +80,42 @@ static inline uintptr_t rs_arch_strip_ra(uintptr_t ra)
 }
 
 /* The caller guarantees RS_ARCH_SIGRETURN_LEN readable bytes at @pc. */
-#define RS_ARCH_SIGRETURN_LEN 16u
+#define RS_ARCH_SIGRETURN_LEN 23u
 
-static inline bool rs_arch_is_sigreturn(const unsigned char *pc)
+static inline bool rs_arch_rt_sigreturn_at(const unsigned char *pc)
 {
 	static const unsigned char rt[7] = { 0xb8, 0xad, 0x00, 0x00, 0x00, 0xcd, 0x80 };
-	static const unsigned char nrt[8] = { 0x58, 0xb8, 0x77, 0x00, 0x00, 0x00, 0xcd, 0x80 };
 
-	return memcmp(pc, rt, sizeof(rt)) == 0 && memcmp(pc + 8, nrt, sizeof(nrt)) == 0;
+	return memcmp(pc, rt, sizeof(rt)) == 0;
 }
 
-/* Which signal frame a return address @d bytes past the restorer returns through; -1: none. */
-static inline int rs_arch_restorer_kind(uintptr_t d)
+static inline bool rs_arch_sigreturn_at(const unsigned char *pc)
 {
-	return d == 0 ? 0 : d == 8 ? 1 : -1;
+	static const unsigned char nrt[8] = { 0x58, 0xb8, 0x77, 0x00, 0x00, 0x00, 0xcd, 0x80 };
+
+	return memcmp(pc, nrt, sizeof(nrt)) == 0;
+}
+
+/* The object's restorer if a layout of trampolines starts at @pc, else 0. */
+static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
+{
+	if ((uintptr_t)pc & 1)
+		return 0;
+	if (rs_arch_rt_sigreturn_at(pc) && rs_arch_sigreturn_at(pc + 8))
+		return (uintptr_t)pc; /* glibc's */
+	if (rs_arch_sigreturn_at(pc) && rs_arch_rt_sigreturn_at(pc + 16))
+		return (uintptr_t)pc | 1; /* the vDSO's */
+	return 0;
+}
+
+/* The kind of signal frame @ra returns through (0: rt_sigreturn, 1: sigreturn), -1 for none. */
+static inline int rs_arch_restorer_kind(uintptr_t ra, uintptr_t restorer)
+{
+	uintptr_t base = restorer & ~(uintptr_t)1;
+
+	if (restorer & 1)
+		return ra == base ? 1 : ra == base + 16 ? 0 : -1;
+	return ra == base ? 0 : ra == base + 8 ? 1 : -1;
 }
 
 /*
@@ -109,20 +135,22 @@ static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_cfa, int kind
 }
 
 /*
- * glibc's trampolines anywhere in [text_start, text_end): the C library
- * has no signal CIE to find them by.  A false match costs nothing a
- * verdict relies on: a frame that returns to it is a signal frame crossed,
- * never reliable.
+ * Trampolines anywhere in [text_start, text_end), for an object whose CFI
+ * marks none (the C library).  A false match costs nothing a verdict
+ * relies on: a frame that returns to it is a signal frame crossed, never
+ * reliable unless the context found there is proven by CFI.
  */
 static inline uintptr_t rs_arch_find_restorer(uintptr_t text_start, uintptr_t text_end)
 {
 	static const unsigned char rt[7] = { 0xb8, 0xad, 0x00, 0x00, 0x00, 0xcd, 0x80 };
 	const unsigned char *p = (const unsigned char *)text_start, *end = (const unsigned char *)text_end;
 
-	while (end - p >= (ptrdiff_t)RS_ARCH_SIGRETURN_LEN &&
-	       (p = memmem(p, (size_t)(end - p) - (RS_ARCH_SIGRETURN_LEN - sizeof(rt)), rt, sizeof(rt)))) {
-		if (rs_arch_is_sigreturn(p))
-			return (uintptr_t)p;
+	while (end - p >= (ptrdiff_t)sizeof(rt) && (p = memmem(p, (size_t)(end - p), rt, sizeof(rt)))) {
+		/* rt_sigreturn first (glibc's), or 16 bytes after sigreturn (the vDSO's) */
+		if (end - p >= 16 && rs_arch_restorer_at(p))
+			return rs_arch_restorer_at(p);
+		if (p - (const unsigned char *)text_start >= 16 && rs_arch_restorer_at(p - 16))
+			return rs_arch_restorer_at(p - 16);
 		p++;
 	}
 	return 0;

@@ -76,6 +76,15 @@ static inline bool rs_arch_is_sigreturn(const unsigned char *pc)
 }
 
 /*
+ * The object's restorer (objtab.h) if its trampolines start at @pc, else
+ * 0: an arch-defined value, here the trampoline's address.
+ */
+static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
+{
+	return rs_arch_is_sigreturn(pc) ? (uintptr_t)pc : 0;
+}
+
+/*
  * The fast walk's inner loop (unwind.c, walk_fast()): frames whose return
  * address lies in [*start, *start + *span), each written as
  * ra - *start + *wdelta, for as long as the frame pointers stay in the
@@ -176,13 +185,13 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 }
 
 /*
- * A return address @d bytes past an object's restorer (the objtab's, found
- * by fpcheck.c): the kind of signal frame it returns through, or -1 when
- * it is no signal trampoline.  x86-64 has one, rt_sigreturn.
+ * The kind of signal frame a return address @ra into an object with
+ * @restorer (rs_arch_restorer_at()) returns through, or -1 when it is no
+ * signal trampoline.  x86-64 has one kind, rt_sigreturn.
  */
-static inline int rs_arch_restorer_kind(uintptr_t d)
+static inline int rs_arch_restorer_kind(uintptr_t ra, uintptr_t restorer)
 {
-	return d == 0 ? 0 : -1;
+	return ra == restorer ? 0 : -1;
 }
 
 /*
