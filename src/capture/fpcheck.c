@@ -70,11 +70,19 @@ enum cfa_kind {
 	CFA_BREAKS_CHAIN = 3,
 };
 
+/* What saving register @reg tells: bit 0 a frame pointer saved, bit 1 a return address. */
+static inline unsigned saved(uint64_t reg)
+{
+	return (reg == RS_ARCH_DWARF_FP) | (reg == RS_ARCH_DWARF_RA) << 1;
+}
+
 /* Classify CFA instructions [p, end). */
 static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end, uint8_t fde_enc)
 {
 	struct cursor c = { p, end, false };
-	bool moved = false, saves_fp = false, saves_ra = false;
+	bool moved = false;
+	/* bit 0: the frame pointer saved, bit 1: the return address (saved(), RS_ARCH_FP_BY_SAVE) */
+	unsigned saves = 0;
 
 	while (!c.bad && c.p < c.end) {
 		uint8_t op = *c.p++;
@@ -83,8 +91,7 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		if (op & 0xc0) {                      /* advance_loc, offset, restore */
 			if ((op & 0xc0) == 0x80) {
 				get_uleb(&c);         /* offset */
-				saves_fp |= (op & 0x3f) == RS_ARCH_DWARF_FP;
-				saves_ra |= (op & 0x3f) == RS_ARCH_DWARF_RA;
+				saves |= saved(op & 0x3f);
 			}
 			continue;
 		}
@@ -102,10 +109,8 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		case 0x03: skip(&c, 2); break;                          /* advance_loc2 */
 		case 0x04: skip(&c, 4); break;                          /* advance_loc4 */
 		case 0x05:                                              /* offset_extended reg, off */
-			reg = get_uleb(&c);
+			saves |= saved(get_uleb(&c));
 			get_uleb(&c);
-			saves_fp |= reg == RS_ARCH_DWARF_FP;
-			saves_ra |= reg == RS_ARCH_DWARF_RA;
 			break;
 		case 0x09: case 0x14: case 0x2f:                        /* two ulebs */
 			get_uleb(&c); get_uleb(&c); break;
@@ -139,10 +144,8 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		case 0x10: case 0x16:                                   /* (val_)expression reg, block */
 			get_uleb(&c); skip(&c, get_uleb(&c)); break;
 		case 0x11:                                              /* offset_extended_sf reg, soff */
-			reg = get_uleb(&c);
+			saves |= saved(get_uleb(&c));
 			get_sleb(&c);
-			saves_fp |= reg == RS_ARCH_DWARF_FP;
-			saves_ra |= reg == RS_ARCH_DWARF_RA;
 			break;
 		case 0x15: get_uleb(&c); get_sleb(&c); break;           /* val_offset_sf */
 		case 0x13: get_sleb(&c); moved = true; break;           /* def_cfa_offset_sf */
@@ -151,9 +154,9 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 	}
 	if (c.bad)
 		return CFA_MALFORMED;
-	if (RS_ARCH_FP_BY_SAVE && saves_fp)
+	if (RS_ARCH_FP_BY_SAVE && (saves & 1))
 		return CFA_ON_FP;
-	if (RS_ARCH_FP_BY_SAVE && saves_ra)
+	if (RS_ARCH_FP_BY_SAVE && (saves & 2))
 		return CFA_BREAKS_CHAIN;
 	return moved ? CFA_ON_SP : CFA_NO_FRAME;
 }
