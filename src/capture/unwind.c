@@ -278,8 +278,8 @@ static bool record_cfa(const struct rs_objtab_view *v, uintptr_t pc, bool exact,
  * frame?  The function's stack pointer at pc is @sp.  A CFA on the frame
  * pointer agrees by construction; one on the stack pointer (a function
  * without a frame pointer, or in its prologue or epilogue) must keep the
- * return address in the record (row_record_at()).  True where the CFI is not read or has no usable
- * row: the checker says only what it can see.
+ * return address in the record (row_record_at()).  True where the CFI is
+ * not read or has no usable row: the checker says only what it can see.
  */
 static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool exact, uintptr_t fp, uintptr_t sp)
 {
