@@ -54,7 +54,8 @@ i386)
 	;;
 aarch64)
 	debarch=arm64
-	tools="gcc-aarch64-linux-gnu qemu-user-static"
+	# libstdc++ of the cross compiler: the decoder demangles with __cxa_demangle
+	tools="gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static"
 	capture_libs="libc6-dev libcmocka-dev"
 	decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
 	# the kernel recorder needs the host kernel's tracefs, which user-mode
