@@ -72,7 +72,6 @@ aarch64)
 	exit 2
 	;;
 esac
-[ -f "cross/$arch.ini" ] || skip "no meson cross file cross/$arch.ini"
 build=build-$arch
 sysroot=$(pwd)/build-$arch-sysroot
 extract="libtracecmd-dev libtracecmd1"
@@ -81,6 +80,7 @@ skip() {
 	echo "cross-check: $arch skipped: $*" >&2
 	exit 77
 }
+[ -f "cross/$arch.ini" ] || skip "no meson cross file cross/$arch.ini"
 
 installed() { # PKG... -> true if every one is installed
 	for p in "$@"; do
