@@ -30,6 +30,8 @@
 #include <string.h>
 #include <ucontext.h>
 
+#include "capture/ucontext-local.h"
+
 /* Bytes of a frame record: the saved frame pointer, then the return address. */
 #define RS_ARCH_FRAME_SIZE 16u
 #define RS_ARCH_FRAME_NEXT 0 /* word index of the caller's frame pointer */
@@ -235,15 +237,7 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	c->sp = (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
 	c->fp = (uintptr_t)u->uc_mcontext.gregs[REG_RBP];
 	c->lr = 0;
-	/* setup_rt_frame() saves the thread's sigaltstack settings in uc_stack */
-	if (!(u->uc_stack.ss_flags & SS_DISABLE) && u->uc_stack.ss_size) {
-		c->alt_lo = (uintptr_t)u->uc_stack.ss_sp;
-		c->alt_hi = c->alt_lo + u->uc_stack.ss_size;
-		if (c->alt_hi < c->alt_lo)
-			c->alt_lo = c->alt_hi = 0;
-	} else {
-		c->alt_lo = c->alt_hi = 0;
-	}
+	rs_context_alt_stack(&u->uc_stack, &c->alt_lo, &c->alt_hi);
 }
 
 /* The context a signal frame of @kind keeps at @p (RS_ARCH_CONTEXT_READ_SIZE readable bytes). */
