@@ -65,7 +65,7 @@ aarch64)
 	# does not give): the cross-file tests run the aarch64 programs under
 	# qemu instead
 	no_suites="kernel scripted"
-	why="kernel: the host kernel's tracefs, which qemu-user does not translate; scripted: Python scripts that run the aarch64 programs without the exe_wrapper, with gdb, perf and ptrace of other processes, which qemu-user does not give (the cross-file tests run the aarch64 programs under qemu)"
+	no_suites_why="kernel: the host kernel's tracefs, which qemu-user does not translate; scripted: Python scripts that run the aarch64 programs without the exe_wrapper, with gdb, perf and ptrace of other processes, which qemu-user does not give (the cross-file tests run the aarch64 programs under qemu)"
 	;;
 *)
 	echo "cross-check: no cross build for '$arch' (cross/$arch.ini): i386 or aarch64" >&2
@@ -166,7 +166,7 @@ $timed "$arch: build" ninja -C "$build" -j2
 
 suites=""
 for s in $no_suites; do suites="$suites --no-suite $s"; done
-echo "cross-check: $arch: not run: suites$suites (why: ${why:-scripts/cross-check.sh})"
+echo "cross-check: $arch: not run: suites$suites (why: ${no_suites_why:-scripts/cross-check.sh})"
 # shellcheck disable=SC2086
 $timed "$arch: test suites" meson test -C "$build" --print-errorlogs --num-processes 2 $suites
 
