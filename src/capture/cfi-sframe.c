@@ -7,8 +7,9 @@
  * plus an offset, the return address and the frame pointer as offsets
  * from the CFA — so its rows turn into compiled rows one for one.
  *
- * Read (versions 1 and 2, x86-64 little-endian only), every read bounded
- * by the section:
+ * Read (versions 1 and 2, the build's CPU only: RS_ARCH_SFRAME_ABI,
+ * x86-64 with the return address at CFA - 8, or aarch64, which tracks
+ * it), every read bounded by the section:
  *
  *	preamble   magic 0xdee2, version, flags
  *	header     abi/arch, fixed FP and RA offsets, aux header length,
@@ -28,9 +29,9 @@
 #include <string.h>
 
 #include "capture/cfi-local.h"
+#include "capture/unwind-local.h"
 
 #define SFRAME_MAGIC 0xdee2
-#define SFRAME_ABI_AMD64_LE 3
 #define SFRAME_F_FDE_FUNC_START_PCREL 0x4
 #define SFRAME_HEADER 28
 
@@ -53,8 +54,10 @@ static void fre_rows(struct rs_cfi_builder *b, uintptr_t begin, uintptr_t range,
 {
 	struct cursor c = { fres, end, false };
 	unsigned addr_size = (f->info & 0xf) == 0 ? 1 : (f->info & 0xf) == 1 ? 2 : (f->info & 0xf) == 2 ? 4 : 0;
+	/* a fixed offset of 0 ("invalid"): each FRE gives the return address's (aarch64) */
+	const bool ra_tracked = fixed_ra == 0 && RS_ARCH_RA_IN_REGISTER;
 
-	if (!addr_size || (f->info & 0x10) || fixed_ra != -8) {
+	if (!addr_size || (f->info & 0x10) || (fixed_ra != -8 && !ra_tracked)) {
 		rs_cfi_build_row(b, begin, begin + range, NULL); /* unsupported over the FDE */
 		return;
 	}
@@ -62,10 +65,10 @@ static void fre_rows(struct rs_cfi_builder *b, uintptr_t begin, uintptr_t range,
 		uint64_t at = get_u(&c, addr_size), next_at = range;
 		uint8_t info = get_byte(&c);
 		unsigned count = (info >> 1) & 0xf, size = 1u << ((info >> 5) & 3);
-		int64_t off[2] = { 0, 0 };
+		int64_t off[3] = { 0, 0, 0 };
 		struct rs_cfi_row row;
 
-		if (size > 4 || count < 1 || count > 2) {
+		if (size > 4 || count < 1 || count > 2u + ra_tracked) {
 			c.bad = true;
 			break;
 		}
@@ -83,14 +86,19 @@ static void fre_rows(struct rs_cfi_builder *b, uintptr_t begin, uintptr_t range,
 			break;
 		if (next_at > range)
 			next_at = range;
-		/* CFA = SP (base register 1) or FP (0) + off[0]; RA at CFA - 8; FP at CFA + off[1] if given */
+		/*
+		 * CFA = SP (base register 1) or FP (0) + off[0]; then, where the
+		 * return address is tracked, its offset (none: still in its
+		 * register); else it is at CFA - 8; FP at CFA + the last offset
+		 * if one is left.
+		 */
 		memset(&row, 0, sizeof(row));
 		row.cfa_on_fp = !(info & 1);
 		row.cfa_off = off[0];
-		row.ra_rule = RS_CFI_OFFSET;
-		row.ra_off = fixed_ra;
-		row.fp_rule = count == 2 ? RS_CFI_OFFSET : RS_CFI_SAME;
-		row.fp_off = count == 2 ? off[1] : 0;
+		row.ra_rule = ra_tracked && count == 1 ? RS_CFI_SAME : RS_CFI_OFFSET;
+		row.ra_off = ra_tracked ? off[1] : fixed_ra;
+		row.fp_rule = count == 2u + ra_tracked ? RS_CFI_OFFSET : RS_CFI_SAME;
+		row.fp_off = count == 2u + ra_tracked ? off[count - 1] : 0;
 		rs_cfi_build_row(b, begin + at, begin + next_at, &row);
 	}
 	if (c.bad)
@@ -123,7 +131,7 @@ struct rs_cfi_table *rs_cfi_table_from_sframe(uintptr_t sec, size_t size, uintpt
 	fdeoff = (uint32_t)get_u(&c, 4);
 	freoff = (uint32_t)get_u(&c, 4);
 	(void)nfres;
-	if (c.bad || (version != 1 && version != 2) || abi != SFRAME_ABI_AMD64_LE)
+	if (c.bad || (version != 1 && version != 2) || abi != RS_ARCH_SFRAME_ABI)
 		goto bad;
 	fde_size = version == 1 ? 17 : 20;
 	if ((size_t)(end - p) < SFRAME_HEADER + (size_t)auxlen)

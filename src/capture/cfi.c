@@ -254,14 +254,22 @@ static inline int32_t table_word(const unsigned char *p)
  * A compiled row, three 16-bit words:
  *   0: bits 0-2 the kind (enum kind), 3-4 the frame pointer's rule,
  *      5 "scaled" (the two offsets below count words, not bytes),
- *      8-15 the return address's offset from the CFA, in bytes (int8)
+ *      6 "pair": the return address is one word above the frame pointer
+ *        (a frame record), too far from the CFA for the byte below
+ *        (aarch64 keeps its record at the bottom of the frame),
+ *      8-15 the return address's offset from the CFA, in bytes (int8), 0 with "pair"
  *   1: the CFA's offset from its register (int16)
  *   2: the frame pointer's offset from the CFA (int16)
  * All zero is a gap: a region emptied reads as no rows.
  */
-enum kind { KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP = 3, KIND_CFA_FP = 4, KIND_CFA_FP_DEREF = 5 };
+enum kind {
+	KIND_GAP = 0, KIND_UNSUPPORTED = 1, KIND_OUTERMOST = 2, KIND_CFA_SP = 3, KIND_CFA_FP = 4, KIND_CFA_FP_DEREF = 5,
+	/* the return address in its register (RS_ARCH_RA_IN_REGISTER), the offset byte 0 */
+	KIND_LR_CFA_SP = 6, KIND_LR_CFA_FP = 7,
+};
 
 #define ROW_SCALED 0x20u
+#define ROW_PAIR 0x40u
 
 static const struct packed row_gap = { { KIND_GAP, 0, 0 } };
 static const struct packed row_unsupported = { { KIND_UNSUPPORTED, 0, 0 } };
@@ -285,13 +293,19 @@ static int row_of(const struct state *st, struct rs_cfi_row *row)
 		row->fp_rule = RS_CFI_UNDEFINED;
 		return 0;
 	}
-	if (st->ra.kind != RS_CFI_OFFSET || st->cfa_expr ||
+	/* a return address still in its register (aarch64's x30 in a leaf): RS_CFI_SAME */
+	if (RS_ARCH_RA_IN_REGISTER && (st->ra.kind == RULE_NONE || st->ra.kind == RS_CFI_SAME))
+		row->ra_rule = RS_CFI_SAME;
+	else if (st->ra.kind != RS_CFI_OFFSET)
+		return -ENOTSUP;
+	else
+		row->ra_rule = RS_CFI_OFFSET;
+	if (st->cfa_expr ||
 	    (st->cfa_reg != RS_ARCH_DWARF_SP && st->cfa_reg != RS_ARCH_DWARF_FP) || st->fp.kind == RULE_UNSUPPORTED)
 		return -ENOTSUP;
 	row->cfa_on_fp = st->cfa_reg == RS_ARCH_DWARF_FP;
 	row->cfa_off = st->cfa_off;
-	row->ra_rule = RS_CFI_OFFSET;
-	row->ra_off = st->ra.off;
+	row->ra_off = row->ra_rule == RS_CFI_OFFSET ? st->ra.off : 0;
 	row->fp_rule = st->fp.kind == RULE_NONE ? RS_CFI_SAME : st->fp.kind;
 	row->fp_off = st->fp.off;
 	return 0;
@@ -306,8 +320,8 @@ static inline bool fits16(int64_t v)
 static struct packed pack(int err, const struct rs_cfi_row *row)
 {
 	struct packed p = row_unsupported;
-	int64_t cfa = row->cfa_off, fp = row->fp_rule == RS_CFI_OFFSET ? row->fp_off : 0;
-	unsigned scaled = 0;
+	int64_t cfa = row->cfa_off, fp = row->fp_rule == RS_CFI_OFFSET ? row->fp_off : 0, ra = row->ra_off;
+	unsigned scaled = 0, pair = 0;
 
 	if (err)
 		return p;
@@ -315,8 +329,12 @@ static struct packed pack(int err, const struct rs_cfi_row *row)
 		p.w[0] = KIND_OUTERMOST;
 		return p;
 	}
-	if (row->ra_off != (int8_t)row->ra_off)
-		return p;
+	if (ra != (int8_t)ra) {
+		if (row->fp_rule != RS_CFI_OFFSET || ra != fp + (int64_t)sizeof(uintptr_t))
+			return p;
+		pair = ROW_PAIR;
+		ra = 0;
+	}
 	if (!fits16(cfa) || !fits16(fp)) {
 		/* a large frame: its offsets in words, if they are whole words */
 		if (cfa % (int64_t)sizeof(uintptr_t) || fp % (int64_t)sizeof(uintptr_t) || !fits16(cfa / (int64_t)sizeof(uintptr_t)) ||
@@ -326,9 +344,10 @@ static struct packed pack(int err, const struct rs_cfi_row *row)
 		fp /= (int64_t)sizeof(uintptr_t);
 		scaled = ROW_SCALED;
 	}
-	p.w[0] = (uint16_t)((row->cfa_deref ? KIND_CFA_FP_DEREF : row->cfa_on_fp ? KIND_CFA_FP : KIND_CFA_SP) |
-			    (unsigned)row->fp_rule << 3 | scaled |
-			    (unsigned)(uint8_t)(int8_t)row->ra_off << 8);
+	p.w[0] = (uint16_t)((row->cfa_deref ? KIND_CFA_FP_DEREF
+			     : row->ra_rule == RS_CFI_SAME ? (row->cfa_on_fp ? KIND_LR_CFA_FP : KIND_LR_CFA_SP)
+			     : row->cfa_on_fp ? KIND_CFA_FP : KIND_CFA_SP) |
+			    (unsigned)row->fp_rule << 3 | scaled | pair | (unsigned)(uint8_t)(int8_t)ra << 8);
 	p.w[1] = (uint16_t)(int16_t)cfa;
 	p.w[2] = (uint16_t)(int16_t)fp;
 	return p;
@@ -356,12 +375,16 @@ static int unpack(const struct packed *p, struct rs_cfi_row *row)
 		return -ENOTSUP;
 	case KIND_CFA_SP:
 	case KIND_CFA_FP:
-		row->cfa_on_fp = kind == KIND_CFA_FP;
-		row->ra_rule = RS_CFI_OFFSET;
+	case KIND_LR_CFA_SP:
+	case KIND_LR_CFA_FP:
+		row->cfa_on_fp = kind == KIND_CFA_FP || kind == KIND_LR_CFA_FP;
+		row->ra_rule = kind >= KIND_LR_CFA_SP ? RS_CFI_SAME : RS_CFI_OFFSET;
 		row->ra_off = (int8_t)(uint8_t)(p->w[0] >> 8);
 		row->fp_rule = (p->w[0] >> 3) & 3;
 		row->cfa_off = (int16_t)p->w[1] * scale;
 		row->fp_off = row->fp_rule == RS_CFI_OFFSET ? (int16_t)p->w[2] * scale : 0;
+		if (p->w[0] & ROW_PAIR)
+			row->ra_off = row->fp_off + (int64_t)sizeof(uintptr_t);
 		if (row->fp_rule > RS_CFI_UNDEFINED)
 			return -ENOTSUP;
 		return 0;

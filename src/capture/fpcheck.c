@@ -10,7 +10,14 @@
  * the few that need a frame anyway (alloca, VLAs, stack realignment) move
  * it to %rbp.  So: count the FDEs of the object's in-memory .eh_frame
  * (found through PT_GNU_EH_FRAME) and those whose instructions move the
- * CFA to the frame pointer.  The object keeps frame pointers when at
+ * CFA to the frame pointer.  On aarch64 the CFA stays on the stack
+ * pointer with or without frame pointers, and a function that makes a
+ * frame record says so by saving x29 (RS_ARCH_FP_BY_SAVE): GCC saves it
+ * only for the record unless told -fomit-frame-pointer, and then seldom.
+ * One function there that saves x30 without x29 (CFA_BREAKS_CHAIN) rules
+ * its whole object out: a frame-record walk would pass over its caller
+ * and still call the trace complete.
+ * The object keeps frame pointers when at
  * least RS_FP_PERCENT of its FDEs do.  An object with no .eh_frame
  * proves nothing either way and is marked as keeping none: its frames
  * are then unreliable ("no-fp-object"), never trusted on a guess.  (It
@@ -55,21 +62,37 @@ enum cfa_kind {
 	CFA_NO_FRAME = 0, /* the CFA never moves: a leaf that touches no stack, or a stub */
 	CFA_ON_SP = 1,    /* the function uses stack, and the CFA stays on the stack pointer */
 	CFA_ON_FP = 2,    /* the CFA moves to the frame pointer */
+	/*
+	 * aarch64: the function saves its return address but makes no frame
+	 * record, so a frame-pointer walk through it would skip its caller
+	 * without noticing; its object is walked by its CFI.
+	 */
+	CFA_BREAKS_CHAIN = 3,
 };
+
+/* What saving register @reg tells: bit 0 a frame pointer saved, bit 1 a return address. */
+static inline unsigned saved(uint64_t reg)
+{
+	return (reg == RS_ARCH_DWARF_FP) | (reg == RS_ARCH_DWARF_RA) << 1;
+}
 
 /* Classify CFA instructions [p, end). */
 static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end, uint8_t fde_enc)
 {
 	struct cursor c = { p, end, false };
 	bool moved = false;
+	/* bit 0: the frame pointer saved, bit 1: the return address (saved(), RS_ARCH_FP_BY_SAVE) */
+	unsigned saves = 0;
 
 	while (!c.bad && c.p < c.end) {
 		uint8_t op = *c.p++;
 		uint64_t reg;
 
 		if (op & 0xc0) {                      /* advance_loc, offset, restore */
-			if ((op & 0xc0) == 0x80)
+			if ((op & 0xc0) == 0x80) {
 				get_uleb(&c);         /* offset */
+				saves |= saved(op & 0x3f);
+			}
 			continue;
 		}
 		switch (op) {
@@ -85,7 +108,11 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 		case 0x02: skip(&c, 1); break;                          /* advance_loc1 */
 		case 0x03: skip(&c, 2); break;                          /* advance_loc2 */
 		case 0x04: skip(&c, 4); break;                          /* advance_loc4 */
-		case 0x05: case 0x09: case 0x14: case 0x2f:             /* two ulebs */
+		case 0x05:                                              /* offset_extended reg, off */
+			saves |= saved(get_uleb(&c));
+			get_uleb(&c);
+			break;
+		case 0x09: case 0x14: case 0x2f:                        /* two ulebs */
 			get_uleb(&c); get_uleb(&c); break;
 		case 0x06: case 0x07: case 0x08: case 0x2e:             /* one uleb */
 			get_uleb(&c); break;
@@ -116,13 +143,21 @@ static enum cfa_kind cfa_on_fp(const unsigned char *p, const unsigned char *end,
 			return CFA_NO_FRAME;
 		case 0x10: case 0x16:                                   /* (val_)expression reg, block */
 			get_uleb(&c); skip(&c, get_uleb(&c)); break;
-		case 0x11: case 0x15: get_uleb(&c); get_sleb(&c); break; /* offset_extended_sf, val_offset_sf */
+		case 0x11:                                              /* offset_extended_sf reg, soff */
+			saves |= saved(get_uleb(&c));
+			get_sleb(&c);
+			break;
+		case 0x15: get_uleb(&c); get_sleb(&c); break;           /* val_offset_sf */
 		case 0x13: get_sleb(&c); moved = true; break;           /* def_cfa_offset_sf */
 		default: return CFA_MALFORMED;
 		}
 	}
 	if (c.bad)
 		return CFA_MALFORMED;
+	if (RS_ARCH_FP_BY_SAVE && (saves & 1))
+		return CFA_ON_FP;
+	if (RS_ARCH_FP_BY_SAVE && (saves & 2))
+		return CFA_BREAKS_CHAIN;
 	return moved ? CFA_ON_SP : CFA_NO_FRAME;
 }
 
@@ -203,6 +238,7 @@ static bool keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uint
 	struct cie cie = { 0 };
 	bool cie_on_fp = false;
 	uint64_t framed = 0, on_fp = 0;
+	bool broken = false;
 
 	if (!eh || !load_segment(info, eh, &lo, &hi))
 		return false;
@@ -269,13 +305,16 @@ static bool keeps_fp(const struct dl_phdr_info *info, uintptr_t text_start, uint
 			fp = cie_on_fp ? CFA_ON_FP : cfa_on_fp(c.p, next, cie.fde_enc);
 			framed += fp == CFA_ON_SP || fp == CFA_ON_FP;
 			on_fp += fp == CFA_ON_FP;
+			broken |= fp == CFA_BREAKS_CHAIN;
 			if (cie.signal && !*restorer)
 				*restorer = find_restorer(pc_begin, pc_range, text_start, text_end);
-			if (*restorer && fdes && verdict_settled(framed, on_fp, left))
+			if (*restorer && (broken || (fdes && verdict_settled(framed, on_fp, left))))
 				break;
 		}
 		p = next;
 	}
+	if (broken)
+		return false;
 	if (framed == 0)
 		return true;
 	return on_fp * 100 >= framed * RS_FP_PERCENT;

@@ -141,6 +141,7 @@ struct rs_walk {
 	uintptr_t fp;                /* first frame record */
 	uintptr_t sp;                /* lowest readable address of the starting stack */
 	uintptr_t pc;                /* != 0: emitted first (an interrupted pc), before fp's frames */
+	uintptr_t lr;                /* with pc: its link register (a leaf's return address), 0 if unknown */
 	struct rs_stack_range stack; /* the thread's stack */
 	struct rs_stack_range alt;   /* its alternate signal stack, or 0, 0 */
 	uint32_t reasons;            /* reasons known before the walk (ASYNC_START) */

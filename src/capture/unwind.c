@@ -214,22 +214,62 @@ struct fast_range {
 };
 
 /*
+ * Does @row, with its CFA at @cfa, keep the return address in a frame
+ * record at @fp?  Where the record tops its frame (x86) the CFA must be
+ * just above it; elsewhere (aarch64) the record sits where the row saves
+ * the return address, anywhere in the frame.
+ */
+static inline bool row_record_at(const struct rs_cfi_row *row, uintptr_t cfa, uintptr_t fp)
+{
+	if (RS_ARCH_RECORD_TOPS_FRAME && cfa != fp + RS_ARCH_FRAME_SIZE)
+		return false;
+	return cfa + (uintptr_t)row->ra_off == fp + RS_ARCH_FRAME_RA * RS_W;
+}
+
+/*
  * Is the CFI row of the interrupted instruction @pc the one of a function
- * body with a frame record at its frame pointer @fp (CFA = fp + 16, the
- * return address and the caller's frame pointer in the record), with @fp
- * at or above the stack pointer @sp?  Then following that row from the
- * interrupted registers reads and checks what following the frame record
- * does, to the same words and reasons, and walk_fast() may do it.
+ * body with a frame record at its frame pointer @fp (the return address
+ * and the caller's frame pointer in the record, the CFA on the frame
+ * pointer where the record tops the frame), with @fp at or above the
+ * stack pointer @sp?  Then following that row from the interrupted
+ * registers reads and checks what following the frame record does, to the
+ * same words and reasons, and walk_fast() may do it.
  */
 static bool frame_pointer_row(const struct rs_cfi_table *o, uintptr_t pc, uintptr_t fp, uintptr_t sp)
 {
 	struct rs_cfi_row row;
+	uintptr_t cfa;
 
-	return fp >= sp && rs_cfi_row_at(o, pc, &row) == 0 && row.ra_rule == RS_CFI_OFFSET && row.cfa_on_fp &&
-	       row.cfa_off == (int64_t)RS_ARCH_FRAME_SIZE &&
-	       row.ra_off == RS_ARCH_FRAME_RA * (int64_t)RS_W - (int64_t)RS_ARCH_FRAME_SIZE &&
-	       row.fp_rule == RS_CFI_OFFSET &&
-	       row.fp_off == RS_ARCH_FRAME_NEXT * (int64_t)RS_W - (int64_t)RS_ARCH_FRAME_SIZE;
+	if (fp < sp || rs_cfi_row_at(o, pc, &row) || row.ra_rule != RS_CFI_OFFSET || row.fp_rule != RS_CFI_OFFSET ||
+	    (RS_ARCH_RECORD_TOPS_FRAME && !row.cfa_on_fp))
+		return false;
+	cfa = (row.cfa_on_fp ? fp : sp) + (uintptr_t)row.cfa_off;
+	return row_record_at(&row, cfa, fp) && cfa + (uintptr_t)row.fp_off == fp + RS_ARCH_FRAME_NEXT * RS_W;
+}
+
+/*
+ * The CFA of the function whose frame record is at @fp, at @pc (an
+ * interrupted instruction if @exact, else a return address into it): the
+ * stack pointer of its caller.  Where the record tops the frame, just
+ * above it; elsewhere where the function's CFI row saves the frame pointer
+ * (the record) from the CFA.  False when that cannot be known (no row,
+ * or a row without the record).
+ */
+static bool record_cfa(const struct rs_objtab_view *v, uintptr_t pc, bool exact, uintptr_t fp, uintptr_t *cfa)
+{
+	const struct rs_cfi_table *o;
+	struct rs_cfi_row row;
+
+	if (RS_ARCH_RECORD_TOPS_FRAME) {
+		*cfa = fp + RS_ARCH_FRAME_SIZE;
+		return true;
+	}
+	o = pc ? cfi_of(v, pc - !exact) : NULL;
+	if (!o || rs_cfi_row_at(o, pc - !exact, &row) || row.ra_rule != RS_CFI_OFFSET || row.fp_rule != RS_CFI_OFFSET ||
+	    row.ra_off - row.fp_off != (RS_ARCH_FRAME_RA - RS_ARCH_FRAME_NEXT) * (int64_t)RS_W)
+		return false;
+	*cfa = fp + RS_ARCH_FRAME_NEXT * RS_W - (uintptr_t)row.fp_off;
+	return *cfa >= fp + RS_ARCH_FRAME_SIZE;
 }
 
 /*
@@ -238,9 +278,9 @@ static bool frame_pointer_row(const struct rs_cfi_table *o, uintptr_t pc, uintpt
  * else a return address into it), lie where that function's CFI puts its
  * frame?  The function's stack pointer at pc is @sp.  A CFA on the frame
  * pointer agrees by construction; one on the stack pointer (a function
- * without a frame pointer, or in its prologue or epilogue) must be the
- * record's address + 16.  True where the CFI is not read or has no usable
- * row: the checker says only what it can see.
+ * without a frame pointer, or in its prologue or epilogue) must keep the
+ * return address in the record (row_record_at()).  True where the CFI is
+ * not read or has no usable row: the checker says only what it can see.
  */
 static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool exact, uintptr_t fp, uintptr_t sp)
 {
@@ -249,8 +289,7 @@ static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool
 
 	if (!o || rs_cfi_row_at(o, pc - !exact, &row) || row.ra_rule != RS_CFI_OFFSET)
 		return true;
-	return (row.cfa_on_fp ? fp : sp) + (uintptr_t)row.cfa_off == fp + RS_ARCH_FRAME_SIZE &&
-	       (uintptr_t)row.ra_off == (uintptr_t)-(intptr_t)(RS_ARCH_FRAME_SIZE - RS_ARCH_FRAME_RA * RS_W);
+	return row_record_at(&row, (row.cfa_on_fp ? fp : sp) + (uintptr_t)row.cfa_off, fp);
 }
 
 /*
@@ -598,7 +637,7 @@ fast_frames(uintptr_t fp, uintptr_t *lo_io, uintptr_t top, uint64_t **out_io, ui
 		top = lo + cut;
 	while (fp >= lo && fp <= top) {
 		acc |= fp;
-		ra = load_word(fp + RS_ARCH_FRAME_RA * RS_W);
+		ra = rs_arch_strip_ra(load_word(fp + RS_ARCH_FRAME_RA * RS_W));
 		if (ra - start >= span)
 			break;
 		*out++ = ra + delta;
@@ -680,7 +719,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	 * return address.
 	 */
 	const struct rs_cfi_table *co = NULL;
-	uintptr_t pc = 0, sp = 0, cfp = 0;
+	uintptr_t pc = 0, sp = 0, cfp = 0, lr = w->lr; /* lr: the interrupted pc's link register */
 	bool cfp_known = false, cfp_is_next = false, exact = false;
 	/*
 	 * The stack checker (RELSTACK_CAPTURE_CHECK): owner_pc is the pc of
@@ -694,6 +733,12 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	const intptr_t d = snap ? w->delta : 0;
 	uintptr_t owner_pc = w->pc;
 	bool owner_exact = true;
+	/*
+	 * The checker's stack pointer of that function, 0 if unknown: the
+	 * window's bottom where a record tops its frame, else the CFA of the
+	 * frame below (record_cfa()).
+	 */
+	uintptr_t check_sp = w->sp;
 	uintptr_t uc; /* a signal frame's saved context (rs_arch_sigframe_context()) */
 	int kind = 0; /* the kind of that signal frame (rs_arch_restorer_kind()) */
 	uintptr_t drap; /* the CFA of a frame record's function that realigned its stack (drap_cfa()), or 0 */
@@ -755,7 +800,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 				 */
 				uintptr_t at = ra_slot ? ra_slot : lo != lo0 ? lo - RS_W : 0;
 
-				if (at && is_outermost(v, rs_load(at + d)))
+				if (at && is_outermost(v, rs_arch_strip_ra(rs_load(at + d))))
 					end = true;
 				else
 					reasons |= RELSTACK_UNRELIABLE_END_UNPROVEN;
@@ -770,10 +815,12 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			reasons |= RELSTACK_UNRELIABLE_MISALIGNED;
 			break;
 		}
-		if (rs_unlikely(check) && owner_pc && !frame_matches_cfi(v, owner_pc, owner_exact, fp, lo))
+		if (RS_ARCH_RECORD_TOPS_FRAME || !owner_pc)
+			check_sp = lo;
+		if (rs_unlikely(check) && owner_pc && check_sp && !frame_matches_cfi(v, owner_pc, owner_exact, fp, check_sp))
 			reasons |= RELSTACK_UNRELIABLE_FP_MISMATCH;
 		next = rs_load(fp + RS_ARCH_FRAME_NEXT * RS_W + d);
-		ra = rs_load(fp + RS_ARCH_FRAME_RA * RS_W + d);
+		ra = rs_arch_strip_ra(rs_load(fp + RS_ARCH_FRAME_RA * RS_W + d));
 		ra_slot = 0;
 		t.on = false; /* a frame record: whatever follows is no tail */
 
@@ -799,7 +846,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 			const struct rs_stack_range *nr;
 
 			kind = rs_arch_restorer_kind(ra, v->restorer);
-			uc = rs_arch_sigframe_context(fp + RS_ARCH_FRAME_SIZE, kind);
+			uc = rs_arch_sigframe_context(rs_arch_handler_cfa(fp, next), kind);
 cross:
 			pending = RELSTACK_UNRELIABLE_SIGNAL_FRAME;
 			t.on = false; /* what follows depends on the ucontext, which no slot compares */
@@ -811,7 +858,10 @@ cross:
 				reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 				break;
 			}
+			if (!rs_arch_sigframe_ok((const void *)(uc + d), kind))
+				break; /* not laid out as the walk knows: the signal frame ends it */
 			rs_arch_sigframe_read((const void *)(uc + d), kind, &c);
+			lr = c.lr;
 			word = code_word(v, c.pc, relative, &reasons);
 			if (skip)
 				skip--;
@@ -830,7 +880,7 @@ cross:
 				break;
 			}
 			r = nr;
-			lo = lo0 = c.sp;
+			lo = lo0 = check_sp = c.sp;
 			hi = r->hi;
 			top = hi - RS_ARCH_FRAME_SIZE;
 			fp = c.fp;
@@ -850,14 +900,20 @@ cross:
 			continue;
 		} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
 			co = view_cfi(v);
-			/* the caller resumes at ra, its stack just above the frame record or its DRAP's CFA */
+			/*
+			 * The caller resumes at ra, its stack at the CFA of the frame
+			 * record's function: its DRAP's, or where it keeps its record.
+			 */
 			pc = ra;
 			drap = drap_cfa(v, owner_pc, owner_exact, fp, ra, lo, hi, d, &reasons);
-			sp = drap ? drap : fp + RS_ARCH_FRAME_SIZE;
+			if (drap)
+				sp = drap;
+			else if (!record_cfa(v, owner_pc, owner_exact, fp, &sp))
+				sp = 0;
 			cfp = next;
 			cfp_known = cfp_is_next = true;
 			exact = false;
-			if (!co) {
+			if (!co || !sp) {
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
 					reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING;
@@ -865,13 +921,18 @@ cross:
 				goto write;
 			}
 			/* a cached tail reads its slots from the frame record: never one of a DRAP's CFA */
-			if (!skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
+			if (RS_ARCH_RECORD_TOPS_FRAME && !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
 			    tail_from_cache(v, fp, ra, hi, relative, &out, out_end)) {
 				end = true;
 				goto walk_end;
 			}
-			/* the arrays are filled as the tail grows: only what n and slots count is read */
-			t.on = !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
+			/*
+			 * The arrays are filled as the tail grows: only what n and
+			 * slots count is read.  A tail is a function of the record
+			 * only where the record tops its frame: elsewhere the CFA
+			 * depends on the function that made the record too.
+			 */
+			t.on = RS_ARCH_RECORD_TOPS_FRAME && !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
 			t.reasons = reasons;
 			t.fp = fp;
 			t.ra = ra;
@@ -882,6 +943,7 @@ cfi:
 			for (;;) {
 				struct rs_cfi_row row;
 				uintptr_t cfa, slot;
+				int err;
 
 				if (!exact) {
 					/* pc, a return address in co, found in the view */
@@ -895,7 +957,11 @@ cfi:
 					tail_word(&t, v, pc);
 				}
 				/* a return address: the row of the call; an interrupted pc: its own */
-				if (snap ? rs_cfi_row_at(co, pc - !exact, &row) : row_at(v, co, pc - !exact, &row)) {
+				err = snap ? rs_cfi_row_at(co, pc - !exact, &row) : row_at(v, co, pc - !exact, &row);
+				/* the return address in its register (a leaf): known for an interrupted pc only */
+				if (!err && row.ra_rule == RS_CFI_SAME && (!exact || !lr))
+					err = -ENOTSUP;
+				if (err) {
 					if (!exact || (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP))
 						reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					reasons |= pending;
@@ -919,8 +985,12 @@ cfi:
 					t.pinned = true;
 				}
 				cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
-				/* the caller's frame is above this one and inside the window */
-				if (cfa <= sp || cfa > hi) {
+				/*
+				 * The caller's frame is above this one and inside the
+				 * window; a leaf's (its return address in its register)
+				 * may take no stack at all.
+				 */
+				if (cfa < sp + (row.ra_rule != RS_CFI_SAME) || cfa > hi) {
 					reasons |= cfa <= sp && cfa >= r->lo ? RELSTACK_UNRELIABLE_NOT_INCREASING
 									     : RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 					goto walk_end;
@@ -930,13 +1000,18 @@ cfi:
 					goto walk_end;
 				}
 				tail_reach(&t, cfa);
-				slot = cfa + (uintptr_t)row.ra_off;
-				if (slot < sp || slot > hi - RS_W) {
-					reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
-					goto walk_end;
+				if (row.ra_rule == RS_CFI_SAME) {
+					ra_slot = 0;
+					pc = lr;
+				} else {
+					slot = cfa + (uintptr_t)row.ra_off;
+					if (slot < sp || slot > hi - RS_W) {
+						reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+						goto walk_end;
+					}
+					ra_slot = slot;
+					pc = rs_arch_strip_ra(tail_load(&t, slot, d));
 				}
-				ra_slot = slot;
-				pc = tail_load(&t, slot, d);
 				if (row.fp_rule == RS_CFI_OFFSET) {
 					slot = cfa + (uintptr_t)row.fp_off;
 					if (slot < sp || slot > hi - RS_W) {
@@ -995,7 +1070,7 @@ cfi:
 			 */
 			if (cfp_is_next && t.on)
 				tail_load(&t, fp + RS_ARCH_FRAME_NEXT * RS_W, d);
-			lo = sp;
+			lo = check_sp = sp;
 			fp = cfp;
 			owner_pc = pc;
 			owner_exact = false;
@@ -1016,6 +1091,8 @@ write:
 			goto truncated;
 		else
 			*out++ = word;
+		if (!RS_ARCH_RECORD_TOPS_FRAME && rs_unlikely(check) && !(owner_pc && record_cfa(v, owner_pc, owner_exact, fp, &check_sp)))
+			check_sp = 0;
 		lo = fp + RS_ARCH_FRAME_SIZE;
 		fp = next;
 		owner_pc = ra;
@@ -1167,7 +1244,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	 * slow path for them, to the same verdict: no reason), not written.
 	 */
 	for (; skip; skip--) {
-		x = load_word(fp + RS_ARCH_FRAME_RA * RS_W);
+		x = rs_arch_strip_ra(load_word(fp + RS_ARCH_FRAME_RA * RS_W));
 		if (x - rs_tls.fast.start >= rs_tls.fast.span && (x != rs_tls.fast.pass_ra || !x))
 			goto from_start;
 		next = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
@@ -1306,6 +1383,7 @@ static void walk_init(struct rs_walk *w, const struct rs_thread_stack *ts, unsig
 	w->skip = 0;
 	w->flags = flags;
 	w->pc = 0;
+	w->lr = 0;
 	w->delta = 0;
 	w->latch = NULL;
 }
@@ -1345,6 +1423,7 @@ __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, u
 	w.reasons = 0;
 	w.flags = flags;
 	w.pc = 0;
+	w.lr = 0;
 	w.fp = fp;
 	w.sp = fp; /* our own frame record is the lowest thing the walk reads */
 	w.skip = skip;
@@ -1431,6 +1510,7 @@ int relstack_capture_context(const void *ucontext, uint64_t *words, size_t cap, 
 	}
 	walk_init(&w, &ts, flags);
 	w.pc = c.pc;
+	w.lr = c.lr;
 	w.fp = c.fp;
 	w.sp = c.sp;
 	w.reasons = RELSTACK_UNRELIABLE_ASYNC_START;

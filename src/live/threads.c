@@ -103,6 +103,14 @@ static const struct rs_live_map *map_of(const struct rs_live_snapshot *s, uintpt
 	return NULL;
 }
 
+/* The lowest stack address a thread at @sp may use (its red zone), not below the mapping's @start. */
+static uintptr_t red_zone_bottom(uintptr_t sp, uintptr_t start)
+{
+	uintptr_t red = RS_LIVE_ARCH_RED_ZONE; /* 0 on some CPUs: a variable keeps the test meaningful */
+
+	return sp - start >= red ? sp - red : start;
+}
+
 static int fail(struct rs_live_thread *t, int err, const char *what)
 {
 	t->err = err;
@@ -116,7 +124,6 @@ int rs_live_thread_read(struct rs_live_snapshot *s, struct rs_live_thread *t, vo
 	const struct rs_live_map *m;
 	rs_live_arch_regs regs;
 	struct iovec iov = { &regs, sizeof(regs) }, local, remote;
-	uintptr_t red_zone;
 	uint64_t t0;
 	int inject = 0, e;
 	char msg[160];
@@ -148,9 +155,7 @@ int rs_live_thread_read(struct rs_live_snapshot *s, struct rs_live_thread *t, vo
 		e = -EFAULT;
 		goto release;
 	}
-	/* (m holds sp; a variable: the red zone is 0 on some CPUs) */
-	red_zone = RS_LIVE_ARCH_RED_ZONE;
-	*lo = t->sp - m->start >= red_zone ? t->sp - red_zone : m->start;
+	*lo = red_zone_bottom(t->sp, m->start);
 	*hi = m->end;
 	if (*hi - *lo > STACK_COPY_MAX) {
 		e = -EFBIG;

@@ -171,6 +171,12 @@ class I386Files(ForeignFile, unittest.TestCase):
         self.assertNotIn("plugin_check_quota", p.stdout)
 
 
+# aarch64: its programs under qemu-aarch64-static (cross_aarch64.py)
+from cross_aarch64 import Aarch64Files  # noqa: E402
+
+Aarch64Files.native, Aarch64Files.cross = NATIVE, CROSS
+cross_arch("aarch64")(Aarch64Files)
+
 if __name__ == "__main__":
     if ARCH not in CASES:
         print(f"test_cross_files: no cross-file tests for {ARCH}", file=sys.stderr)

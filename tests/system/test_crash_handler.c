@@ -24,6 +24,17 @@
 
 #include "relstack/relstack.h"
 
+/* Whether an integer division by zero traps (the build says; aarch64's gives 0). */
+#ifndef RS_DIVIDE_TRAPS
+#define RS_DIVIDE_TRAPS 1
+#endif
+/* An instruction that raises SIGILL (aarch64's __builtin_trap() is a breakpoint: SIGTRAP). */
+#ifdef RS_UDF
+#define RS_ILLEGAL_INSTRUCTION() __asm__ volatile(RS_UDF)
+#else
+#define RS_ILLEGAL_INSTRUCTION() __builtin_trap()
+#endif
+
 static char dir[64], path[128];
 static volatile int *shared;
 
@@ -120,7 +131,8 @@ static void crash(enum how how)
 		divide(0);
 		break;
 	case ILL:
-		__builtin_trap();
+		RS_ILLEGAL_INSTRUCTION();
+		break;
 	case BUS:
 		bus_error();
 		break;
@@ -222,10 +234,14 @@ static void divide_by_zero_illegal_instruction_and_bus_error_are_recorded(void *
 	uint64_t words[256];
 	int64_t f[5];
 
-	assert_int_equal(run(FPE, &rec, words, f), SIGFPE);
-	assert_int_equal(f[0], SIGFPE);
-	assert_int_equal(f[1], FPE_INTDIV);
-	first_frame_is(words, &rec, (uintptr_t)divide, 0);
+	if (RS_DIVIDE_TRAPS) {
+		assert_int_equal(run(FPE, &rec, words, f), SIGFPE);
+		assert_int_equal(f[0], SIGFPE);
+		assert_int_equal(f[1], FPE_INTDIV);
+		first_frame_is(words, &rec, (uintptr_t)divide, 0);
+	} else {
+		print_message("not testable here: integer division by zero does not trap on this CPU\n");
+	}
 
 	assert_int_equal(run(ILL, &rec, words, f), SIGILL);
 	assert_int_equal(f[0], SIGILL);

@@ -163,14 +163,7 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
  * A tail call: tail_caller jumps to tail_callee, so its frame is not on the
  * stack and will not be returned to; tail_callee returns to tail_entry.
  */
-__asm__(".text\n"
-	".globl tail_caller\n"
-	".type tail_caller, @function\n"
-	"tail_caller:\n"
-	".cfi_startproc\n"
-	"	jmp	tail_callee\n"
-	".cfi_endproc\n"
-	".size tail_caller, .-tail_caller\n");
+/* tail_caller is in assembly: arch/<cpu>/tail-caller.S */
 
 __attribute__((noinline)) void tail_callee(void)
 {

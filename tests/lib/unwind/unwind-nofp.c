@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * A library built with -fomit-frame-pointer whose function uses %rbp as
- * an ordinary register across a call: the callee saves the junk value as
- * if it were its caller's frame pointer.  Its CFI never puts the CFA on
- * %rbp, so the object table marks the object as keeping no frame pointers.
+ * A library built with -fomit-frame-pointer whose function uses the frame
+ * pointer register (RS_FP_REG, given by the build: %rbp; on aarch64 x28,
+ * tests/lib/unwind/meson.build says why) as an ordinary register across a
+ * call: on x86 the callee saves the junk value as if it were its caller's
+ * frame pointer.  Its CFI never puts the CFA on the frame pointer (nor
+ * saves x29, on aarch64), so the object table marks the object as keeping
+ * no frame pointers.
  * Built a second time without unwind tables, its CFI only in
  * .debug_frame, as rs_unwind_debug_frame_call; a third time with its CFI
  * only in .sframe, as rs_unwind_sframe_call.
@@ -16,7 +19,7 @@
 
 __attribute__((noinline)) void RS_UNWIND_NOFP_NAME(rs_unwind_cb cb, void *arg, uintptr_t junk)
 {
-	register uintptr_t r __asm__("rbp") = junk;
+	register uintptr_t r __asm__(RS_FP_REG) = junk;
 
 	__asm__ volatile("" : "+r"(r));
 	cb(arg);

@@ -1111,6 +1111,12 @@ int main(void)
 		cmocka_unit_test(thread_chain_through_a_library_is_resumed_and_equal),
 	};
 
+	if (!RS_ARCH_RECORD_TOPS_FRAME) {
+		/* the fast walk's whole walk needs a cached tail, which no walk stores there */
+		printf("not run here: this CPU's frame records sit at the bottom of their frames, so no walk caches "
+		       "a tail and every walk is the complete one: there is no fast walk to compare\n");
+		return 0;
+	}
 	if (getenv("RS_TEST_SEED")) /* another run of the random stacks, replayable */
 		rng = strtoull(getenv("RS_TEST_SEED"), NULL, 0) | 1;
 	if (image_new(&img) || image_new(&himg) || find_objects()) {

@@ -128,6 +128,28 @@ static void runs_after_the_first_reuse_the_counter_rate_the_process_measured(voi
 	relstack_recorder__close(rec);
 }
 
+/*
+ * The CPU's word on its counter (src/ring/arch/<cpu>/ring-counter.c): a
+ * rate a reader accepts where the CPU publishes one (aarch64's cntfrq_el0),
+ * else a request to measure it, or no.  Whether the counter then keeps
+ * that rate against CLOCK_MONOTONIC is a property of the hardware: under
+ * user-mode emulation it is the emulator's, and this says so.
+ */
+static void the_cpu_gives_its_counter_rate_or_asks_for_a_measurement(void **state)
+{
+	uint64_t hz = rs_arch_counter_hz();
+	uint64_t t0 = rs_arch_ticks(), t1 = rs_arch_ticks();
+
+	assert_true(hz == RS_COUNTER_UNUSABLE || hz == RS_COUNTER_MEASURE ||
+		    (hz >= RS_TSC_HZ_MIN && hz <= RS_TSC_HZ_MAX));
+	assert_true(t1 >= t0); /* the counter never goes back on one thread */
+	if (hz > RS_COUNTER_MEASURE)
+		print_message("# the CPU publishes its counter rate: %llu Hz (its steadiness is the hardware's: "
+			      "not testable under emulation)\n", (unsigned long long)hz);
+	else
+		print_message("# the counter's rate is %s\n", hz == RS_COUNTER_MEASURE ? "measured" : "not usable");
+}
+
 static void counter_ticks_convert_by_the_anchor_and_a_bad_anchor_is_ignored(void **state)
 {
 	struct rs_run_head h;
@@ -178,6 +200,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(runs_after_the_first_reuse_the_counter_rate_the_process_measured, setup,
 						teardown),
 		cmocka_unit_test(counter_ticks_convert_by_the_anchor_and_a_bad_anchor_is_ignored),
+		cmocka_unit_test(the_cpu_gives_its_counter_rate_or_asks_for_a_measurement),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

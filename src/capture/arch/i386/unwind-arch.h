@@ -58,6 +58,15 @@
 #define RS_ARCH_FRAME_NEXT 0 /* word index of the caller's frame pointer */
 #define RS_ARCH_FRAME_RA 1   /* word index of the return address */
 
+/* The record tops its frame: the CFA is the record + RS_ARCH_FRAME_SIZE. */
+#define RS_ARCH_RECORD_TOPS_FRAME 1
+/* A function keeps a frame pointer when its CFI moves the CFA to %ebp (fpcheck.c). */
+#define RS_ARCH_FP_BY_SAVE 0
+/* The return address column is no register: a return address is always on the stack. */
+#define RS_ARCH_RA_IN_REGISTER 0
+/* GNU as writes no .sframe for i386: 0, an SFrame ABI identifier no section has. */
+#define RS_ARCH_SFRAME_ABI 0
+
 /* Registers of CFI (DWARF register numbers of the i386 psABI). */
 #define RS_ARCH_DWARF_FP 5 /* %ebp */
 #define RS_ARCH_DWARF_SP 4 /* %esp */
@@ -65,6 +74,12 @@
 
 /* The frame record of the function this is expanded in. */
 #define rs_arch_frame_address() ((uintptr_t)__builtin_frame_address(0))
+
+/* A return address read from memory, as the walk looks it up: i386 signs none. */
+static inline uintptr_t rs_arch_strip_ra(uintptr_t ra)
+{
+	return ra;
+}
 
 /* The caller guarantees RS_ARCH_SIGRETURN_LEN readable bytes at @pc. */
 #define RS_ARCH_SIGRETURN_LEN 23u
@@ -103,6 +118,16 @@ static inline int rs_arch_restorer_kind(uintptr_t ra, uintptr_t restorer)
 	if (restorer & 1)
 		return ra == base ? 1 : ra == base + 16 ? 0 : -1;
 	return ra == base ? 0 : ra == base + 8 ? 1 : -1;
+}
+
+/*
+ * The CFA of a signal handler whose frame record is at @fp (@next the frame
+ * pointer it saved, which i386 does not need): the record tops the frame.
+ */
+static inline uintptr_t rs_arch_handler_cfa(uintptr_t fp, uintptr_t next)
+{
+	(void)next;
+	return fp + RS_ARCH_FRAME_SIZE;
 }
 
 /* Where a signal frame of @kind keeps the interrupted context, given its handler's CFA. */
@@ -179,6 +204,7 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 /* What the walker takes from an interrupted context. */
 struct rs_arch_context {
 	uintptr_t pc, sp, fp;
+	uintptr_t lr; /* no link register: 0 */
 	uintptr_t alt_lo, alt_hi; /* the alternate signal stack the kernel reports; 0, 0 if none */
 };
 
@@ -187,6 +213,7 @@ static inline void rs_arch_gregs_read(const greg_t *g, struct rs_arch_context *c
 	c->pc = (uintptr_t)g[REG_EIP];
 	c->sp = (uintptr_t)g[REG_ESP];
 	c->fp = (uintptr_t)g[REG_EBP];
+	c->lr = 0;
 }
 
 _Static_assert(offsetof(struct sigcontext, eip) == REG_EIP * sizeof(greg_t) &&
@@ -213,6 +240,14 @@ static inline void rs_arch_sigframe_read(const void *p, int kind, struct rs_arch
 	/* a struct sigcontext: the registers of a gregset_t, in its order */
 	rs_arch_gregs_read(p, c);
 	c->alt_lo = c->alt_hi = 0;
+}
+
+/* A signal frame of @kind at @p needs no check beyond its bounds: its place is fixed. */
+static inline bool rs_arch_sigframe_ok(const void *p, int kind)
+{
+	(void)p;
+	(void)kind;
+	return true;
 }
 
 /* The inverse, for tests and snapshots that build a context: pc, sp and fp into @uc. */

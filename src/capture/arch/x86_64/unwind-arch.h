@@ -37,6 +37,16 @@
 #define RS_ARCH_FRAME_NEXT 0 /* word index of the caller's frame pointer */
 #define RS_ARCH_FRAME_RA 1   /* word index of the return address */
 
+/* The record tops its frame: the CFA is the record + RS_ARCH_FRAME_SIZE. */
+#define RS_ARCH_RECORD_TOPS_FRAME 1
+/* A function keeps a frame pointer when its CFI moves the CFA to %rbp (fpcheck.c). */
+#define RS_ARCH_FP_BY_SAVE 0
+/* The return address column is no register: a return address is always on the stack. */
+#define RS_ARCH_RA_IN_REGISTER 0
+
+/* The SFrame ABI/arch identifier of this CPU's .sframe sections (x86-64 little-endian). */
+#define RS_ARCH_SFRAME_ABI 3
+
 /* Registers of CFI (DWARF register numbers). */
 #define RS_ARCH_DWARF_FP 6  /* %rbp */
 #define RS_ARCH_DWARF_SP 7  /* %rsp */
@@ -44,6 +54,12 @@
 
 /* The frame record of the function this is expanded in. */
 #define rs_arch_frame_address() ((uintptr_t)__builtin_frame_address(0))
+
+/* A return address read from memory, as the walk looks it up: x86-64 signs none. */
+static inline uintptr_t rs_arch_strip_ra(uintptr_t ra)
+{
+	return ra;
+}
 
 /*
  * glibc's __restore_rt (sysdeps/unix/sysv/linux/x86_64/libc_sigaction.c):
@@ -180,6 +196,16 @@ static inline int rs_arch_restorer_kind(uintptr_t ra, uintptr_t restorer)
 	return ra == restorer ? 0 : -1;
 }
 
+/*
+ * The CFA of a signal handler whose frame record is at @fp (@next the frame
+ * pointer it saved, which x86-64 does not need): the record tops the frame.
+ */
+static inline uintptr_t rs_arch_handler_cfa(uintptr_t fp, uintptr_t next)
+{
+	(void)next;
+	return fp + RS_ARCH_FRAME_SIZE;
+}
+
 /* Where a signal frame of @kind keeps the interrupted context, given its handler's CFA. */
 static inline uintptr_t rs_arch_sigframe_context(uintptr_t handler_cfa, int kind)
 {
@@ -198,6 +224,7 @@ static inline uintptr_t rs_arch_find_restorer(uintptr_t text_start, uintptr_t te
 /* What the walker takes from an interrupted context. */
 struct rs_arch_context {
 	uintptr_t pc, sp, fp;
+	uintptr_t lr; /* no link register: 0 */
 	uintptr_t alt_lo, alt_hi; /* the alternate signal stack the kernel reports; 0, 0 if none */
 };
 
@@ -209,6 +236,7 @@ static inline void rs_arch_context_read(const void *uc, struct rs_arch_context *
 	c->pc = (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
 	c->sp = (uintptr_t)u->uc_mcontext.gregs[REG_RSP];
 	c->fp = (uintptr_t)u->uc_mcontext.gregs[REG_RBP];
+	c->lr = 0;
 	rs_ucontext_alt_stack(u, &c->alt_lo, &c->alt_hi);
 }
 
@@ -226,6 +254,14 @@ static inline void rs_arch_context_set(void *uc, uintptr_t pc, uintptr_t sp, uin
 	u->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
 	u->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
 	u->uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+}
+
+/* A signal frame of @kind at @p needs no check beyond its bounds: its place is fixed. */
+static inline bool rs_arch_sigframe_ok(const void *p, int kind)
+{
+	(void)p;
+	(void)kind;
+	return true;
 }
 
 #endif
