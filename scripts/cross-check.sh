@@ -50,8 +50,10 @@ i386)
 	tools="libc6-dev-i386 lib32gcc-12-dev lib32stdc++-12-dev"
 	capture_libs="libcmocka-dev libc6-dbg"
 	# the kernel recorder records the running 64-bit kernel: an i386
-	# build of it has no kernel of its own to record
-	no_suites="kernel"
+	# build of it has no kernel of its own to record; the linux suite
+	# builds and boots the x86-64 test kernel, the native build's work
+	no_suites="kernel linux"
+	no_suites_why="kernel: records the running 64-bit kernel; linux: the x86-64 test kernel, built and booted by the native build"
 	;;
 aarch64)
 	debarch=arm64 multiarch=aarch64-linux-gnu
@@ -64,8 +66,8 @@ aarch64)
 	# need gdb, perf and ptrace of another process besides, which qemu-user
 	# does not give): the cross-file tests run the aarch64 programs under
 	# qemu instead
-	no_suites="kernel scripted"
-	no_suites_why="kernel: the host kernel's tracefs, which qemu-user does not translate; scripted: Python scripts that run the aarch64 programs without the exe_wrapper, with gdb, perf and ptrace of other processes, which qemu-user does not give (the cross-file tests run the aarch64 programs under qemu)"
+	no_suites="kernel linux scripted"
+	no_suites_why="kernel: the host kernel's tracefs, which qemu-user does not translate; linux: the x86-64 test kernel, built and booted by the native build; scripted: Python scripts that run the aarch64 programs without the exe_wrapper, with gdb, perf and ptrace of other processes, which qemu-user does not give (the cross-file tests run the aarch64 programs under qemu)"
 	;;
 *)
 	echo "cross-check: no cross build for '$arch' (cross/$arch.ini): i386 or aarch64" >&2
