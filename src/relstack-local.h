@@ -52,4 +52,10 @@ static inline int rs_hexval(char c)
 	return -1;
 }
 
+/*
+ * The first @cap - 1 bytes of a small file (/proc, /sys), NUL-terminated;
+ * 0 if unreadable or empty (src/ring/ring-clock.c).
+ */
+RS_HIDDEN size_t rs_read_small(const char *path, char *buf, size_t cap);
+
 #endif

@@ -381,24 +381,6 @@ void rs_ktab_free(struct rs_ktab *kt)
 	free(kt);
 }
 
-/* A small sysfs file as text: 0 or -errno. */
-static int read_small(const char *path, char *buf, size_t size, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	if (len)
-		*len = (size_t)n;
-	return 0;
-}
-
 struct kmod {
 	char name[64];
 	uint64_t start, end;
@@ -418,7 +400,7 @@ static bool module_text(const struct rs_ktab *kt, const char *name, uint64_t bas
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/sys/module/%s/sections/.text", kt->root, name);
-	if (read_small(path, buf, sizeof(buf), NULL) < 0)
+	if (!rs_read_small(path, buf, sizeof(buf)))
 		return false;
 	m->start = strtoull(buf, NULL, 16);
 	if (!m->start)
@@ -433,7 +415,7 @@ static bool module_text(const struct rs_ktab *kt, const char *name, uint64_t bas
 		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".text")))
 			continue;
 		snprintf(sec, sizeof(sec), "%s/%s", path, de->d_name);
-		if (read_small(sec, buf, sizeof(buf), NULL) < 0)
+		if (!rs_read_small(sec, buf, sizeof(buf)))
 			continue;
 		a = strtoull(buf, NULL, 16);
 		if (a > m->start && a < m->end)
@@ -449,7 +431,7 @@ static bool module_text(const struct rs_ktab *kt, const char *name, uint64_t bas
 		int n;
 
 		m->bid_len = 0;
-		if (read_small(path, notes, sizeof(notes), &len) == 0 &&
+		if ((len = rs_read_small(path, notes, sizeof(notes))) > 0 &&
 		    (n = rs_knotes_build_id(notes, len, m->bid, sizeof(m->bid))) > 0)
 			m->bid_len = (size_t)n;
 	}

@@ -25,21 +25,15 @@
 #include "capture/unwind-local.h"
 #include "live/live.h"
 
-/* Read a small /proc file into @buf, without its trailing newline; false if it cannot be read. */
+/* A small /proc file in @buf (rs_read_small()), without its trailing newline; false if it cannot be read. */
 static bool read_small(const char *path, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	size_t n = rs_read_small(path, buf, len);
 
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n <= 0)
+	if (!n)
 		return false;
 	while (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[n] = '\0';
+		buf[--n] = '\0';
 	return true;
 }
 

@@ -419,8 +419,6 @@ RS_HIDDEN int rs_file_head_check(const void *mem, uint64_t file_bytes, struct rs
 				 struct rs_run_head *layout, char *msg, size_t msgsz);
 RS_HIDDEN int rs_run_head_check(const struct rs_run_head *h, const struct rs_run_head *layout, unsigned area,
 				uint64_t at, char *err, size_t errsz);
-/* The first @cap - 1 bytes of a small file (/proc, /sys), NUL-terminated; 0 if unreadable or empty. */
-RS_HIDDEN size_t rs_read_small(const char *path, char *buf, size_t cap);
 
 /*
  * The run clock (ring-clock.c).  rs_clock_pick() decides at run start

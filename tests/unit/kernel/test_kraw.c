@@ -21,6 +21,7 @@
 
 #include "decode/symbolize.h"
 #include "kernel/kernel.h"
+#include "kfiles.h"
 #include "kfixture.h"
 #include "relstack/decode.h"
 #include "relstack/reader.h"
@@ -58,28 +59,6 @@ struct dir {
 
 /* ---- the directory ---- */
 
-static void put_file(struct dir *d, const char *rel, const void *data, size_t len)
-{
-	char path[256], *slash;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", d->path, rel);
-	for (slash = strchr(path + strlen(d->path) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		mkdir(path, 0700);
-		*slash = '/';
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	fclose(f);
-}
-
-static void put_text(struct dir *d, const char *rel, const char *text)
-{
-	put_file(d, rel, text, strlen(text));
-}
-
 static int setup(void **state)
 {
 	struct dir *d = calloc(1, sizeof(*d));
@@ -87,12 +66,12 @@ static int setup(void **state)
 	strcpy(d->path, "/tmp/relstack-kraw-XXXXXX");
 	assert_non_null(mkdtemp(d->path));
 	snprintf(d->out, sizeof(d->out), "%s.rsb", d->path);
-	put_text(d, "header_page", header_page);
-	put_text(d, "events/ftrace/kernel_stack_rel/format", kfix_kernel_stack_rel_format);
-	put_text(d, "events/ftrace/kernel_stack/format", kfix_kernel_stack_format);
-	put_text(d, "events/module/module_text_rel/format", kfix_module_text_rel_format);
-	put_text(d, "events/sched/sched_switch/format", kfix_sched_switch_format);
-	put_text(d, "events/sched/enable", "0\n"); /* not an event: skipped */
+	kfix_put_text(d->path, "header_page", header_page);
+	kfix_put_text(d->path, "events/ftrace/kernel_stack_rel/format", kfix_kernel_stack_rel_format);
+	kfix_put_text(d->path, "events/ftrace/kernel_stack/format", kfix_kernel_stack_format);
+	kfix_put_text(d->path, "events/module/module_text_rel/format", kfix_module_text_rel_format);
+	kfix_put_text(d->path, "events/sched/sched_switch/format", kfix_sched_switch_format);
+	kfix_put_text(d->path, "events/sched/enable", "0\n"); /* not an event: skipped */
 	for (int i = 0; i < 2; i++)
 		d->cpu[i].ts = 1000;
 	*state = d;
@@ -222,7 +201,7 @@ static void write_pages(struct dir *d)
 		memcpy(d->cpu[i].b, &ts, 8);
 		memcpy(d->cpu[i].b + 8, &commit, 8);
 		snprintf(rel, sizeof(rel), "per_cpu/cpu%d/trace_pipe_raw", i);
-		put_file(d, rel, d->cpu[i].b, PAGE);
+		kfix_put(d->path, rel, d->cpu[i].b, PAGE);
 	}
 }
 
@@ -319,7 +298,7 @@ static void core_and_module_words_become_entries_of_the_kernel_and_of_the_module
 	unsigned nobjs;
 	size_t n;
 
-	put_text(d, "module_table", modtab);
+	kfix_put_text(d->path, "module_table", modtab);
 	put_rel(&d->cpu[0], 1500, REL(), w, 4);
 	assert_int_equal(import(d, NULL), 0);
 	assert_int_equal(d->st.stacks, 1);
@@ -409,7 +388,7 @@ static void a_module_index_the_table_does_not_list_is_unknown_and_counted_never_
 	struct got g[8];
 	unsigned nobjs;
 
-	put_text(d, "module_table", modtab);
+	kfix_put_text(d->path, "module_table", modtab);
 	put_rel(&d->cpu[0], 1100, REL(), w, 4);
 	assert_int_equal(import(d, NULL), 0);
 	assert_int_equal(d->st.unknown_index, 1);
@@ -460,7 +439,7 @@ static void an_unloaded_module_keeps_decoding_and_its_reload_takes_a_new_slot(vo
 	struct got g[8];
 	unsigned nobjs;
 
-	put_text(d, "module_table",
+	kfix_put_text(d->path, "module_table",
 		 "0 relstack_test 0123 0x2000 gone .text=0x0\n"
 		 "1 relstack_test 0123 0x2000 live .text=0x0\n");
 	put_rel(&d->cpu[0], 1100, REL(), before, 3);
@@ -485,7 +464,7 @@ static void absolute_stacks_are_made_relative_with_the_boot_s_kallsyms_and_unkno
 	struct got g[8];
 	unsigned nobjs;
 
-	put_text(d, "ksyms.txt", kfix_kallsyms);
+	kfix_put_text(d->path, "ksyms.txt", kfix_kallsyms);
 	put_abs(&d->cpu[0], 1100, a, 2);
 	assert_int_equal(import(d, NULL), 0);
 	read_back(d, g, 8, NULL, &nobjs);
@@ -567,7 +546,7 @@ static void a_hostile_module_table_is_refused_with_its_line(void **state)
 
 	put_rel(&d->cpu[0], 1100, REL(), (const uint64_t[]){ KEND }, 1);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		put_text(d, "module_table", bad[i].table);
+		kfix_put_text(d->path, "module_table", bad[i].table);
 		assert_refused(d, "module_table", bad[i].why, NULL);
 	}
 }
@@ -599,20 +578,20 @@ static void a_header_page_of_another_layout_and_pages_cut_short_are_refused(void
 {
 	struct dir *d = *state;
 
-	put_text(d, "header_page", "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+	kfix_put_text(d->path, "header_page", "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
 				   "\tfield: local_t commit;\toffset:8;\tsize:4;\tsigned:1;\n"
 				   "\tfield: char data;\toffset:12;\tsize:4084;\tsigned:1;\n");
 	assert_refused(d, "header_page", "field commit", NULL);
-	put_text(d, "header_page", header_page);
+	kfix_put_text(d->path, "header_page", header_page);
 	write_pages(d);
-	put_file(d, "per_cpu/cpu1/trace_pipe_raw", d->cpu[1].b, PAGE - 1);
+	kfix_put(d->path, "per_cpu/cpu1/trace_pipe_raw", d->cpu[1].b, PAGE - 1);
 	{
 		struct rs_kraw_opts o = { .dir = d->path, .output = d->out, .errbuf = d->err, .errbuf_sz = sizeof(d->err) };
 
 		assert_true(rs_kimport_raw(&o, &d->st) < 0);
 		assert_non_null(strstr(d->err, "cpu1/trace_pipe_raw: 4095 bytes, not a whole number of 4096-byte pages"));
 	}
-	put_text(d, "events/ftrace/kernel_stack_rel/format", "name: kernel_stack_rel\nID: 13\nformat:\n"
+	kfix_put_text(d->path, "events/ftrace/kernel_stack_rel/format", "name: kernel_stack_rel\nID: 13\nformat:\n"
 							      "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
 							      "\n\tfield:int size;"
 							      "\toffset:8;\tsize:4;\tsigned:1;\n\nprint fmt: \"%d\", REC->size\n");
@@ -640,8 +619,8 @@ static void frames_are_named_from_system_map_and_from_the_ko_through_its_section
 	for (uint32_t i = 0; i < ko.build_id_len; i++)
 		sprintf(bid + 2 * i, "%02x", ko.build_id[i]);
 	snprintf(table, sizeof(table), "0 kmod_fixture %s 0x80 live .text=0x0 .text.unlikely=0x40\n", bid);
-	put_text(d, "module_table", table);
-	put_text(d, "System.map", kfix_kallsyms);
+	kfix_put_text(d->path, "module_table", table);
+	kfix_put_text(d->path, "System.map", kfix_kallsyms);
 	put_rel(&d->cpu[0], 1100, REL(), w, 5);
 	assert_int_equal(import(d, NULL), 0);
 
@@ -687,7 +666,7 @@ static void a_ko_of_another_build_is_refused_never_a_wrong_name(void **state)
 	const uint64_t w[] = { KMOD(0, 0x4 + 3), KEND };
 	bool seen = false;
 
-	put_text(d, "module_table", "0 kmod_fixture 0123456789abcdef0123456789abcdef01234567 0x80 live .text=0x0\n");
+	kfix_put_text(d->path, "module_table", "0 kmod_fixture 0123456789abcdef0123456789abcdef01234567 0x80 live .text=0x0\n");
 	put_rel(&d->cpu[0], 1100, REL(), w, 2);
 	assert_int_equal(import(d, NULL), 0);
 	snprintf(mod, sizeof(mod), "kmod_fixture=%s", ko_path);

@@ -19,6 +19,7 @@
 
 #include "capture/objtab.h"
 #include "kernel/kernel.h"
+#include "kfiles.h"
 #include "relstack/entry.h"
 
 /*
@@ -57,28 +58,6 @@ struct fixture {
 	struct rs_ktab *kt;
 };
 
-static void put(const char *root, const char *rel, const void *data, size_t len)
-{
-	char path[512], dir[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
-		memcpy(dir, path, (size_t)(p - path));
-		dir[p - path] = '\0';
-		mkdir(dir, 0700);
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fwrite(data, 1, len, f), len);
-	fclose(f);
-}
-
-static void put_str(const char *root, const char *rel, const char *s)
-{
-	put(root, rel, s, strlen(s));
-}
-
 /* An ELF note: GNU build-id @id. */
 static size_t build_id_note(uint8_t *buf, uint8_t id)
 {
@@ -97,12 +76,12 @@ static void add_module(const char *root, const char *name, uint64_t text, uint64
 
 	snprintf(rel, sizeof(rel), "sys/module/%s/sections/.text", name);
 	snprintf(val, sizeof(val), "0x%llx\n", (unsigned long long)text);
-	put_str(root, rel, val);
+	kfix_put_text(root, rel, val);
 	snprintf(rel, sizeof(rel), "sys/module/%s/sections/.rodata", name);
 	snprintf(val, sizeof(val), "0x%llx\n", (unsigned long long)next_section);
-	put_str(root, rel, val);
+	kfix_put_text(root, rel, val);
 	snprintf(rel, sizeof(rel), "sys/module/%s/notes/.note.gnu.build-id", name);
-	put(root, rel, note, build_id_note(note, id));
+	kfix_put(root, rel, note, build_id_note(note, id));
 }
 
 static int setup(void **state)
@@ -114,7 +93,7 @@ static int setup(void **state)
 	assert_non_null(mkdtemp(f->root));
 	add_module(f->root, "foo", FOO_TEXT, FOO_TEXT + 0x800, 0xf0);
 	snprintf(line, sizeof(line), "foo 16384 0 - Live 0x%llx\n", (unsigned long long)FOO_TEXT);
-	put_str(f->root, "proc/modules", line);
+	kfix_put_text(f->root, "proc/modules", line);
 	assert_true(rs_ksyms_parse(kallsyms, sizeof(kallsyms) - 1, &f->syms) > 0);
 	f->kt = rs_ktab_new(&f->syms, (const uint8_t *)"\x4a\x5a", 2, f->root);
 	assert_non_null(f->kt);
@@ -281,7 +260,7 @@ static void an_unloaded_module_keeps_its_slot_and_a_new_one_takes_the_next(void 
 
 	add_module(f->root, "bar", BAR_TEXT, BAR_TEXT + 0x2000, 0xb0);
 	snprintf(line, sizeof(line), "bar 32768 0 - Live 0x%llx\n", (unsigned long long)BAR_TEXT);
-	put_str(f->root, "proc/modules", line); /* foo is gone, bar came */
+	kfix_put_text(f->root, "proc/modules", line); /* foo is gone, bar came */
 	assert_int_equal(rs_ktab_scan_modules(f->kt), 2);
 	assert_int_equal(rs_ktab_count(f->kt), 3);
 	assert_int_equal(rs_ktab_object(f->kt, 1)->state, RELSTACK_OBJECT_UNLOADED);
