@@ -891,6 +891,29 @@ int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs
 	return 0;
 }
 
+int rs_symbolizer_find(struct rs_symbolizer *s, int handle, const char *name, struct rs_symextent *out,
+		       size_t max)
+{
+	const struct source *src;
+	struct rs_symhit hit;
+	size_t pos = 0;
+	uint64_t base;
+	int err = rs_symbolizer_load(s, handle), n = 0;
+
+	if (err < 0)
+		return err;
+	src = s->objs[handle].src;
+	if (src->reason != RS_SYM_OK)
+		return -RELSTACK_ENOSYMBOLS;
+	base = s->objs[handle].rec.base == RELSTACK_BASE_STEXT ? src->ix.stext : 0;
+	while (rs_symindex_find(&src->ix, name, &pos, &hit) == 0 && n < INT_MAX) {
+		if ((size_t)n < max)
+			out[n] = (struct rs_symextent){ hit.start - base, hit.size };
+		n++;
+	}
+	return n;
+}
+
 int rs_object_from_file(const char *path, struct relstack_object *out)
 {
 	const void *bid = NULL;

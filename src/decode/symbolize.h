@@ -166,6 +166,24 @@ int rs_symbolizer_load(struct rs_symbolizer *s, int handle);
  */
 int rs_symbolize(struct rs_symbolizer *s, int handle, uint64_t offset, struct rs_sym *out);
 
+/* Where a function lies in its object: offsets as rs_symbolize() takes them. */
+struct rs_symextent {
+	uint64_t offset;
+	uint64_t size;
+};
+
+/*
+ * The functions object @handle defines under @name: every symbol of that
+ * name (an alias of another function, each version of a versioned
+ * symbol, a local symbol of each compilation unit that has one), each as
+ * the extent of the function rs_symbolize() names at its address.  Fills
+ * up to @max of @out and returns how many there are (0: the object
+ * defines none), or, when the object has no names, the negative code of
+ * rs_symbolizer_load().  Linear in the object's symbols.
+ */
+int rs_symbolizer_find(struct rs_symbolizer *s, int handle, const char *name, struct rs_symextent *out,
+		       size_t max);
+
 /*
  * One line about the object's symbol sources when something went wrong,
  * naming the file, e.g. "libfoo.so: build-id 1234abcd... does not match

@@ -19,7 +19,8 @@
  * Aliases (several symbols at one address) collapse into one entry: the
  * sized one, then the function, then global over weak over local, then
  * the name without a symbol version, then the first seen; the version itself
- * is cut from every name.  Unsized symbols (nm files without -S, some assembly)
+ * is cut from every name.  The other names stay in alias[], so that a
+ * function can be found by any of its names (rs_symindex_find()).  Unsized symbols (nm files without -S, some assembly)
  * extend to the next symbol.  Symbols may nest (a sized function with a
  * label inside it); parent[] links each entry to the nearest earlier one
  * whose range covers its start, so a lookup that lands past the end of the
@@ -42,6 +43,7 @@ void rs_symindex_fini(struct rs_symindex *ix)
 {
 	free(ix->addr);
 	free(ix->ent);
+	free(ix->alias);
 	free(ix->pool);
 	memset(ix, 0, sizeof(*ix));
 }
@@ -154,11 +156,23 @@ size_t rs_symindex_seal(struct rs_symindex *ix, uint64_t limit)
 	}
 	qsort(r, n, sizeof(*r), sortrec_cmp);
 
+	size_t naliases = 0;
+
+	for (size_t i = 1; i < n; i++)
+		naliases += r[i - 1].addr == r[i].addr;
+	ix->alias = naliases ? malloc(naliases * sizeof(*ix->alias)) : NULL;
+	if (naliases && !ix->alias) {
+		/* an index without its aliases would not find every name: none at all */
+		free(r);
+		ix->n = 0;
+		return 0;
+	}
 	/* collapse aliases: the first of each address is the best by sortrec_cmp */
 	for (size_t i = 0; i < n; i++) {
 		if (m && r[m - 1].addr == r[i].addr) {
 			if (r[m - 1].e.size < r[i].e.size && r[i].e.sized)
 				r[m - 1].e.size = r[i].e.size;
+			ix->alias[ix->nalias++] = (struct rs_symalias){ r[i].addr, r[i].e.name };
 			continue;
 		}
 		r[m++] = r[i];
@@ -220,6 +234,30 @@ int rs_symindex_lookup(const struct rs_symindex *ix, uint64_t addr, struct rs_sy
 			hit->sized = e->sized;
 			return 0;
 		}
+	}
+	return -ENOENT;
+}
+
+int rs_symindex_find(const struct rs_symindex *ix, const char *name, size_t *pos, struct rs_symhit *hit)
+{
+	for (; *pos < ix->n + ix->nalias; (*pos)++) {
+		size_t i = *pos;
+
+		if (i < ix->n) {
+			if (strcmp(ix->pool + ix->ent[i].name, name) != 0)
+				continue;
+			*hit = (struct rs_symhit){ ix->pool + ix->ent[i].name, ix->addr[i], ix->ent[i].size,
+						   ix->ent[i].sized };
+		} else {
+			const struct rs_symalias *a = &ix->alias[i - ix->n];
+
+			/* the kept entry at an alias's address starts there */
+			if (strcmp(ix->pool + a->name, name) != 0 || rs_symindex_lookup(ix, a->addr, hit) < 0 ||
+			    hit->start != a->addr)
+				continue;
+		}
+		(*pos)++;
+		return 0;
 	}
 	return -ENOENT;
 }

@@ -30,10 +30,18 @@ struct rs_symentry {
 	uint8_t pad[6];
 };
 
+/* A symbol collapsed into the entry at its address (an alias of it). */
+struct rs_symalias {
+	uint64_t addr;
+	uint32_t name;     /* offset in the string pool */
+};
+
 struct rs_symindex {
 	uint64_t *addr;             /* sorted start addresses, parallel to ent[] */
 	struct rs_symentry *ent;
 	size_t n, cap;
+	struct rs_symalias *alias;  /* after sealing: the collapsed aliases, for rs_symindex_find() */
+	size_t nalias;
 	char *pool;                 /* NUL-terminated names */
 	size_t pool_len, pool_cap;
 	uint64_t limit;             /* end of the last implied size; 0: unbounded */
@@ -74,6 +82,15 @@ size_t rs_symindex_seal(struct rs_symindex *ix, uint64_t limit);
 
 /* The symbol containing @addr: 0, or -ENOENT. */
 int rs_symindex_lookup(const struct rs_symindex *ix, uint64_t addr, struct rs_symhit *hit);
+
+/*
+ * The symbols named @name, aliases included, one per call: set *@pos to
+ * 0 before the first.  Each is given as the entry the index keeps at its
+ * address (the name, start and size rs_symindex_lookup() gives there).
+ * 0, or -ENOENT when there are no more.  Linear in the symbols: for a
+ * tool that asks once, not for every frame.
+ */
+int rs_symindex_find(const struct rs_symindex *ix, const char *name, size_t *pos, struct rs_symhit *hit);
 
 
 #endif

@@ -191,6 +191,36 @@ static void names_symoff_and_symsize_agree_with_nm(void **state)
 	(void)state;
 }
 
+static void functions_are_found_by_name_where_nm_has_them(void **state)
+{
+	struct rs_symbolizer *s = new_symbolizer(false, false, NULL);
+	struct relstack_object obj = fixture_record(SYMFIX_PATH);
+	struct relstack_object gone = obj;
+	struct rs_symextent e[2];
+	int h = add_object(s, &obj), hg;
+
+	for (size_t i = 0; i < sizeof(fixture_functions) / sizeof(fixture_functions[0]); i++) {
+		uint64_t addr, size;
+		struct rs_sym sym;
+
+		nm_symbol(SYMFIX_PATH, fixture_functions[i], &addr, &size);
+		assert_int_equal(rs_symbolizer_find(s, h, fixture_functions[i], e, 2), 1);
+		assert_int_equal(e[0].offset, addr);
+		assert_int_equal(e[0].size, size);
+		/* the extent is where rs_symbolize() gives the name */
+		assert_int_equal(rs_symbolize(s, h, e[0].offset + e[0].size - 1, &sym), 0);
+		assert_string_equal(sym.name, fixture_functions[i]);
+	}
+	assert_int_equal(rs_symbolizer_find(s, h, "symfix_no_such_function", e, 2), 0);
+	assert_int_equal(rs_symbolizer_find(s, h, "symfix", e, 2), 0);
+	/* an object without names cannot say */
+	snprintf(gone.path, sizeof(gone.path), "/nonexistent/libgone.so");
+	hg = add_object(s, &gone);
+	assert_int_equal(rs_symbolizer_find(s, hg, "symfix_leaf", e, 2), -RELSTACK_ENOSYMBOLS);
+	rs_symbolizer_free(s);
+	(void)state;
+}
+
 static void file_and_line_come_from_the_dwarf_of_the_file(void **state)
 {
 	struct rs_symbolizer *s = new_symbolizer(true, false, NULL);
@@ -1138,6 +1168,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(names_symoff_and_symsize_agree_with_nm),
+		cmocka_unit_test(functions_are_found_by_name_where_nm_has_them),
 		cmocka_unit_test(file_and_line_come_from_the_dwarf_of_the_file),
 		cmocka_unit_test(inlined_frames_name_the_inlined_function_innermost_first),
 		cmocka_unit_test(nested_inlined_frames_chain_each_call_site),

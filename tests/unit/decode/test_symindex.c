@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The sorted symbol index and the nm-file parser, on hand-written input. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,6 +79,65 @@ static void a_symbol_version_is_cut_from_the_name(void **state)
 	assert_string_equal(name_at(&ix, 0x1010), "_IO_file_underflow");
 	assert_string_equal(name_at(&ix, 0x2010), "memcpy");
 	assert_string_equal(name_at(&ix, 0x3010), "@odd"); /* nothing before the '@': not a version */
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+/* The starts of the symbols named @name, in the order found, 0-terminated; the size of each checked. */
+static void find_all(const struct rs_symindex *ix, const char *name, uint64_t *starts, size_t max)
+{
+	struct rs_symhit hit;
+	size_t pos = 0, n = 0;
+
+	while (rs_symindex_find(ix, name, &pos, &hit) == 0) {
+		assert_true(n + 1 < max);
+		assert_int_equal(rs_symindex_lookup(ix, hit.start, &(struct rs_symhit){ 0 }), 0);
+		starts[n++] = hit.start;
+	}
+	starts[n] = 0;
+}
+
+static void every_name_of_a_function_finds_it_aliases_versions_and_locals_included(void **state)
+{
+	struct rs_symindex ix;
+	struct rs_symhit hit;
+	uint64_t at[8];
+	size_t pos = 0;
+
+	rs_symindex_init(&ix);
+	add(&ix, 0x1000, 0x40, "__read", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x1000, 0x40, "read@@GLIBC_2.2.5", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x1000, 0x40, "__libc_read", RS_SYMRANK_LOCAL + 4);
+	add(&ix, 0x2000, 0x20, "memcpy@GLIBC_2.2.5", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x3000, 0x30, "memcpy@@GLIBC_2.14", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x4000, 0x10, "helper", RS_SYMRANK_LOCAL + 4);
+	add(&ix, 0x5000, 0x10, "helper", RS_SYMRANK_LOCAL + 4);
+	assert_int_equal(rs_symindex_seal(&ix, 0), 5);
+
+	/* each name of the one function gives the entry kept for it: its start and size */
+	for (const char *const *n = (const char *const[]){ "__read", "read", "__libc_read", NULL }; *n; n++) {
+		pos = 0;
+		assert_int_equal(rs_symindex_find(&ix, *n, &pos, &hit), 0);
+		assert_int_equal(hit.start, 0x1000);
+		assert_int_equal(hit.size, 0x40);
+		assert_string_equal(hit.name, name_at(&ix, 0x1000));
+		assert_int_equal(rs_symindex_find(&ix, *n, &pos, &hit), -ENOENT);
+	}
+	find_all(&ix, "memcpy", at, 8);
+	assert_int_equal(at[0], 0x2000);
+	assert_int_equal(at[1], 0x3000);
+	assert_int_equal(at[2], 0);
+	find_all(&ix, "helper", at, 8);
+	assert_int_equal(at[0], 0x4000);
+	assert_int_equal(at[1], 0x5000);
+	assert_int_equal(at[2], 0);
+	/* a name no symbol has, a prefix of one, a version written out */
+	find_all(&ix, "reed", at, 8);
+	assert_int_equal(at[0], 0);
+	find_all(&ix, "mem", at, 8);
+	assert_int_equal(at[0], 0);
+	find_all(&ix, "read@@GLIBC_2.2.5", at, 8);
+	assert_int_equal(at[0], 0);
 	rs_symindex_fini(&ix);
 	(void)state;
 }
@@ -217,6 +277,7 @@ int main(void)
 		cmocka_unit_test(lookup_finds_the_symbol_holding_each_address),
 		cmocka_unit_test(aliases_collapse_to_the_global_unversioned_function),
 		cmocka_unit_test(a_symbol_version_is_cut_from_the_name),
+		cmocka_unit_test(every_name_of_a_function_finds_it_aliases_versions_and_locals_included),
 		cmocka_unit_test(unsized_symbols_extend_to_the_next_symbol_or_the_limit),
 		cmocka_unit_test(an_address_past_a_nested_symbol_belongs_to_the_enclosing_one),
 		cmocka_unit_test(an_empty_index_finds_nothing),
