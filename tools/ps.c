@@ -5,8 +5,9 @@
  * snapshot and its presentation are src/live/.
  *
  * Exit status: 0 success (with --check: safe), 1 bad usage, 2 bad input
- * (no such process, permission denied, a zombie or kernel thread),
- * 3 some thread inside, 4 some stack cannot be trusted.
+ * (no such process, permission denied, a zombie or kernel thread, a
+ * --check target that names nothing in the process), 3 some thread
+ * inside, 4 some stack cannot be trusted.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,7 +33,8 @@ static const char ps_usage[] =
 	"  --check TARGET           is any thread inside TARGET? (repeatable)\n"
 	"                           TARGET: FUNCTION, OBJECT:FUNCTION or OBJECT\n"
 	"                           (OBJECT: a path, a file name, or a file name up\n"
-	"                           to a dot: libc for libc.so.6)\n"
+	"                           to a dot: libc for libc.so.6; a FUNCTION no object\n"
+	"                           defines, or an OBJECT not loaded, is bad input)\n"
 	"  --wait SECONDS           with --check: take fresh snapshots until safe,\n"
 	"                           for at most SECONDS\n"
 	"\n"

@@ -13,6 +13,14 @@
  *                it could not be read, or a frame that could be in a
  *                given function has no name.
  *
+ * A target is resolved in each snapshot: a FUNCTION to where each object
+ * that defines it (under any of its names) has it, and a frame is inside
+ * when its address is, whatever name it is printed with; an OBJECT to the
+ * objects it names.  A target that names nothing in the process (a typo,
+ * or an object not loaded) is an error, never "not inside": the answer
+ * would be safe for any process.  A frame in an object whose symbols
+ * cannot be read could be in a FUNCTION: cannot tell.
+ *
  * A thread that ended during the snapshot runs nothing: not inside.  The
  * exit status (RS_PS_*) is "inside" if any thread is, else "cannot
  * tell" if any thread is, else safe.  With a wait, the snapshot is taken
@@ -29,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "relstack/relstack.h"
 #include "capture/objtab-local.h"
 #include "decode/symbolize.h"
 #include "live/live.h"
@@ -36,9 +45,23 @@
 
 enum check_state { NOT_INSIDE = 0, INSIDE, CANNOT_TELL, ENDED };
 
+/* Where a FUNCTION target lies: in object @object (of the snapshot), at offsets [offset, offset + size). */
+struct extent {
+	unsigned object;
+	uint64_t offset, size;
+};
+
 struct target {
 	const char *object;   /* NULL: any object */
 	const char *function; /* NULL: the whole object */
+	struct extent *extents; /* of the function, in this snapshot */
+	unsigned nextents;
+};
+
+/* Per object of the snapshot: its symbolizer handle, and whether it has names. */
+struct handle {
+	int h;     /* -1 before it is asked, -2 refused */
+	int names; /* 0 names available, else the negative code of rs_symbolizer_load() */
 };
 
 struct ps {
@@ -46,7 +69,7 @@ struct ps {
 	FILE *out;
 	struct rs_live_snapshot *s;
 	struct rs_symbolizer *sym;
-	int *handles; /* per object: the symbolizer's handle, -1 before, -2 refused */
+	struct handle *handles; /* per object */
 	struct target targets[RS_PS_MAX];
 	unsigned ntargets;
 	char objbuf[RS_PS_MAX][RELSTACK_PATH_MAX]; /* the OBJECT of OBJECT:FUNCTION */
@@ -83,54 +106,149 @@ static bool object_matches(const char *want, const char *path)
 	return strcmp(want, path) == 0 || strcmp(want, b) == 0 || (strncmp(want, b, n) == 0 && b[n] == '.');
 }
 
-static void parse_targets(struct ps *p)
+/* The symbolizer's handle of object @k, -2 if refused; *names says whether it has names. */
+static int object_handle(struct ps *p, unsigned k, bool *names)
+{
+	struct handle *h = &p->handles[k];
+
+	if (h->h == -1) {
+		const struct rs_live_object *lo = &p->s->objects[k];
+		struct relstack_object o = lo->obj;
+
+		if (lo->open_path[0] && strlen(lo->open_path) < sizeof(o.path))
+			memcpy(o.path, lo->open_path, strlen(lo->open_path) + 1);
+		h->h = p->sym ? rs_symbolizer_object(p->sym, &o) : -ENOMEM;
+		if (h->h < 0)
+			h->h = -2;
+		h->names = h->h < 0 ? -RELSTACK_ENOSYMBOLS : rs_symbolizer_load(p->sym, h->h);
+	}
+	*names = h->names == 0;
+	return h->h;
+}
+
+static void free_targets(struct ps *p)
+{
+	for (unsigned i = 0; i < p->ntargets; i++)
+		free(p->targets[i].extents);
+	p->ntargets = 0;
+}
+
+/* Append to @buf (of @len) ", NAME", while it fits. */
+static void list_add(char *buf, size_t len, const char *name)
+{
+	size_t n = strlen(buf);
+
+	if (n + 2 + strlen(name) + 4 < len)
+		snprintf(buf + n, len - n, "%s%s", n ? ", " : "", name);
+	else if (n + 4 < len && strcmp(buf + n - 3, "...") != 0)
+		snprintf(buf + n, len - n, "%s", ", ...");
+}
+
+/* Where @t's function lies in object @k: its extents appended.  0 or -ENOMEM. */
+static int find_function(struct ps *p, struct target *t, unsigned k, char *unsearched, size_t ulen)
+{
+	struct rs_symextent one[8], *all = one;
+	bool names;
+	int h = object_handle(p, k, &names), n;
+
+	if (!names) {
+		list_add(unsearched, ulen, base_name(p->s->objects[k].obj.path));
+		return 0;
+	}
+	n = rs_symbolizer_find(p->sym, h, t->function, one, 8);
+	if (n <= 0)
+		return 0;
+	if (n > 8) {
+		all = calloc((size_t)n, sizeof(*all));
+		if (!all || rs_symbolizer_find(p->sym, h, t->function, all, (size_t)n) != n) {
+			free(all);
+			return -ENOMEM;
+		}
+	}
+	struct extent *e = realloc(t->extents, (t->nextents + (size_t)n) * sizeof(*e));
+
+	if (!e) {
+		if (all != one)
+			free(all);
+		return -ENOMEM;
+	}
+	t->extents = e;
+	for (int i = 0; i < n; i++)
+		e[t->nextents++] = (struct extent){ k, all[i].offset, all[i].size };
+	if (all != one)
+		free(all);
+	return 0;
+}
+
+/*
+ * Resolve the --check targets in this snapshot: FUNCTION, OBJECT:FUNCTION
+ * or OBJECT (a bare word is an object when one is named so).  0, or
+ * -ENOENT with @msg for a target that names nothing in the process,
+ * -ENOMEM.
+ */
+static int resolve_targets(struct ps *p, char *msg, size_t msglen)
 {
 	for (unsigned i = 0; i < p->o->nchecks; i++) {
 		const char *c = p->o->checks[i], *colon = strchr(c, ':');
 		struct target *t = &p->targets[p->ntargets++];
+		char unsearched[160] = "";
+		unsigned objects = 0;
 
-		*t = (struct target){ NULL, NULL };
+		*t = (struct target){ NULL, NULL, NULL, 0 };
 		if (colon) {
 			snprintf(p->objbuf[i], sizeof(p->objbuf[i]), "%.*s", (int)(colon - c), c);
 			t->object = p->objbuf[i];
 			t->function = colon[1] ? colon + 1 : NULL;
-			continue;
+		} else {
+			t->function = strchr(c, '/') ? NULL : c;
+			for (unsigned k = 0; k < p->s->nobjects && t->function; k++)
+				if (object_matches(c, p->s->objects[k].obj.path))
+					t->function = NULL;
+			if (!t->function)
+				t->object = c;
 		}
-		t->function = c;
-		if (strchr(c, '/'))
-			t->function = NULL;
-		for (unsigned k = 0; k < p->s->nobjects && t->function; k++)
-			if (object_matches(c, p->s->objects[k].obj.path))
-				t->function = NULL;
-		if (!t->function)
-			t->object = c;
+		for (unsigned k = 0; k < p->s->nobjects; k++) {
+			if (t->object && !object_matches(t->object, p->s->objects[k].obj.path))
+				continue;
+			objects++;
+			if (t->function && find_function(p, t, k, unsearched, sizeof(unsearched)) < 0) {
+				snprintf(msg, msglen, "out of memory");
+				return -ENOMEM;
+			}
+		}
+		if (t->object && !objects) {
+			snprintf(msg, msglen, "--check %s: no object of process %d is named '%s'", c, (int)p->s->pid,
+				 t->object);
+			return -ENOENT;
+		}
+		if (t->function && !t->nextents) {
+			snprintf(msg, msglen, "--check %s: no object of process %d%s%s%s defines '%s'%s%s%s", c,
+				 (int)p->s->pid, t->object ? " named '" : "", t->object ? t->object : "",
+				 t->object ? "'" : "", t->function, t->object ? "" : " or is named so",
+				 unsearched[0] ? " (objects without symbols, not searched: " : "",
+				 unsearched[0] ? unsearched : "");
+			if (unsearched[0] && strlen(msg) + 1 < msglen)
+				strcat(msg, ")");
+			return -ENOENT;
+		}
 	}
+	return 0;
 }
 
 static void resolve(struct ps *p, struct frame *f)
 {
-	unsigned k;
-	int *h;
+	bool names;
+	int h;
 
 	f->named = false;
 	f->sym.reason = RS_SYM_NO_SOURCE;
 	if (!f->obj || !p->sym)
 		return;
-	k = (unsigned)(f->obj - p->s->objects);
-	h = &p->handles[k];
-	if (*h == -1) {
-		struct relstack_object o = f->obj->obj;
-
-		if (f->obj->open_path[0] && strlen(f->obj->open_path) < sizeof(o.path))
-			memcpy(o.path, f->obj->open_path, strlen(f->obj->open_path) + 1);
-		*h = rs_symbolizer_object(p->sym, &o);
-		if (*h < 0)
-			*h = -2;
-	}
-	if (*h < 0)
+	h = object_handle(p, (unsigned)(f->obj - p->s->objects), &names);
+	if (h < 0)
 		return;
 	/* a return address is the instruction after the call: name the call */
-	if (rs_symbolize(p->sym, *h, f->addr - f->obj->bias - !f->exact, &f->sym) == 0) {
+	if (rs_symbolize(p->sym, h, f->addr - f->obj->bias - !f->exact, &f->sym) == 0) {
 		f->sym.symoff += !f->exact;
 		f->named = true;
 	}
@@ -165,22 +283,32 @@ static unsigned frames_of(struct ps *p, const struct rs_live_thread *t, struct f
 	return n;
 }
 
-static bool frame_in(const struct target *t, const struct frame *f, bool *unnamed)
+static bool frame_in(struct ps *p, const struct target *t, const struct frame *f, bool *unnamed)
 {
+	unsigned k;
+	uint64_t off;
+	bool names;
+
 	if (f->marker)
 		return false;
 	if (t->object && (!f->obj || !object_matches(t->object, f->obj->obj.path)))
 		return false;
 	if (!t->function)
 		return true;
-	if (!f->named) {
+	if (!f->obj) {
 		*unnamed = true;
 		return false;
 	}
-	if (strcmp(f->sym.name, t->function) == 0)
-		return true;
-	for (unsigned i = 0; i < f->sym.n_inlined; i++)
-		if (strcmp(f->sym.inlined[i].name, t->function) == 0)
+	k = (unsigned)(f->obj - p->s->objects);
+	object_handle(p, k, &names);
+	if (!names) {
+		*unnamed = true;
+		return false;
+	}
+	/* a return address is the instruction after the call: the call is in the function */
+	off = f->addr - f->obj->bias - !f->exact;
+	for (unsigned i = 0; i < t->nextents; i++)
+		if (t->extents[i].object == k && off - t->extents[i].offset < t->extents[i].size)
 			return true;
 	return false;
 }
@@ -199,7 +327,7 @@ static struct verdict check_thread(struct ps *p, const struct rs_live_thread *t,
 		for (unsigned k = 0; k < p->ntargets; k++) {
 			bool u = false;
 
-			if (frame_in(&p->targets[k], &fr[i], &u))
+			if (frame_in(p, &p->targets[k], &fr[i], &u))
 				return (struct verdict){ INSIDE, i, NULL };
 			if (u && !unnamed) {
 				unnamed = true;
@@ -482,6 +610,12 @@ int rs_live_ps(const struct rs_ps_opts *o, FILE *out, char *msg, size_t msglen)
 		return -EINVAL;
 	}
 	p.sym = rs_symbolizer_new(&so);
+	if (!p.sym && o->nchecks) {
+		int e = errno;
+
+		snprintf(msg, msglen, "no symbolizer for --check: %s", strerror(e));
+		return -e;
+	}
 	for (;;) {
 		int e = rs_live_snapshot_take(o->pid, o->tids, o->ntids, &p.s, msg, msglen);
 		bool last;
@@ -492,29 +626,32 @@ int rs_live_ps(const struct rs_ps_opts *o, FILE *out, char *msg, size_t msglen)
 		}
 		p.handles = malloc((p.s->nobjects ? p.s->nobjects : 1) * sizeof(*p.handles));
 		if (!p.handles) {
-			rs_live_snapshot_free(p.s);
-			rs_symbolizer_free(p.sym);
 			snprintf(msg, msglen, "out of memory");
-			return -ENOMEM;
+			status = -ENOMEM;
+			goto out;
 		}
 		for (unsigned i = 0; i < p.s->nobjects; i++)
-			p.handles[i] = -1;
-		p.ntargets = 0;
-		parse_targets(&p);
+			p.handles[i] = (struct handle){ -1, 0 };
+		status = resolve_targets(&p, msg, msglen);
+		if (status < 0)
+			goto out;
 		/* without checks nothing decides a retry: print at once (symbolizing once) */
 		status = o->nchecks ? present(&p, false) : RS_PS_SAFE;
 		last = status <= RS_PS_SAFE || !o->nchecks || now_s() >= deadline;
 		if (last && status >= 0)
 			status = present(&p, true);
-		if (last && status >= 0 && o->output) {
+		if (status < 0) {
+			snprintf(msg, msglen, "%s", strerror(-status));
+			goto out;
+		}
+		if (last && o->output) {
 			e = rs_live_record(p.s, o->output, msg, msglen);
 			if (e < 0) {
-				free(p.handles);
-				rs_live_snapshot_free(p.s);
-				rs_symbolizer_free(p.sym);
-				return e;
+				status = e;
+				goto out;
 			}
 		}
+		free_targets(&p);
 		free(p.handles);
 		rs_live_snapshot_free(p.s);
 		p.s = NULL;
@@ -528,7 +665,11 @@ int rs_live_ps(const struct rs_ps_opts *o, FILE *out, char *msg, size_t msglen)
 		}
 	}
 	rs_symbolizer_free(p.sym);
-	if (status < 0)
-		snprintf(msg, msglen, "%s", strerror(-status));
+	return status;
+out:
+	free_targets(&p);
+	free(p.handles);
+	rs_live_snapshot_free(p.s);
+	rs_symbolizer_free(p.sym);
 	return status;
 }

@@ -8,7 +8,8 @@ of no object).  Every thread relstack calls reliable must equal gdb's
 frames (thread apply all, inlined frames left out) frame by frame; for a
 thread that runs, its frames below the first.  The same for Debian
 programs: sleep, cat blocked on a pipe, python3 with threads.  --check
-answers 0, 3 and 4 as documented, --wait retries until the thread left;
+answers 0, 3 and 4 as documented, and a target that names nothing in
+the process (a typo) is bad input; --wait retries until the thread left;
 bad input is one line and exit 2; killing the target mid-snapshot ends
 the command cleanly and killing the command leaves no thread stopped.
 The target's own checks (no EINTR, no unexpected signal, spinners still
@@ -218,17 +219,18 @@ class TargetTests(PsTestCase):
         self.assertEqual(relstack("ps", "--check", "ps_target:deep_bottom", self.pid)[0], 3)
         self.assertEqual(relstack("ps", "--check", "libc.so.6:read", "--tid", self.tids["reader"], self.pid)[0], 3)
         self.assertEqual(relstack("ps", "--check", "libc", "--tid", self.tids["deep"], self.pid)[0], 3)
-        # the object holds no frame of these threads' stacks
-        self.assertEqual(relstack("ps", "--check", "libstdc++.so.6", "--tid", self.tids["reader"], self.pid)[0], 0)
+        # the object is loaded, and holds no frame of this thread's stack
+        self.assertEqual(relstack("ps", "--check", "ld-linux-x86-64.so.2" if "x86_64" in os.uname().machine
+                                  else "ld-linux", "--tid", self.tids["reader"], self.pid)[0], 0)
 
     def test_check_is_safe_when_no_reliable_thread_is_inside_exit_0(self):
-        rc, out, err = relstack("ps", "--check", "no_such_function", "--check", "ps_target:spinner_inner",
+        rc, out, err = relstack("ps", "--check", "deep_bottom", "--check", "ps_target:spinner_inner",
                                 "--tid", self.tids["reader"], "--tid", self.tids["handler"], self.pid)
         self.assertEqual(rc, 0, out + err)
         self.assertIn("check: safe", out)
 
     def test_check_cannot_tell_for_an_unreliable_stack_exit_4(self):
-        rc, out, err = relstack("ps", "--check", "no_such_function", "--format", "json", self.pid)
+        rc, out, err = relstack("ps", "--check", "leaver_after", "--format", "json", self.pid)
         self.assertEqual(rc, 4, err)
         snap = json.loads(out)
         self.assertEqual(snap["check"], "cannot tell")
@@ -290,6 +292,29 @@ class TargetTests(PsTestCase):
                     if w > 0xffff:
                         self.assertFalse(any(lo <= w < hi for lo, hi in ranges),
                                          "address %#x at offset %d" % (w, i))
+
+    def test_check_of_a_function_no_object_defines_is_bad_input_exit_2_naming_it(self):
+        for target in ("no_such_function", "ps_target:no_such_function", "libc:spinner_inner"):
+            rc, out, err = relstack("ps", "--check", target, self.pid)
+            self.assertEqual(rc, 2, (target, out, err))
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertIn("no object of process %d" % self.pid, err)
+            self.assertIn("defines '%s'" % target.split(":")[-1], err)
+            self.assertEqual(out, "", target)
+
+    def test_check_of_an_object_the_process_has_not_loaded_is_bad_input_exit_2(self):
+        for target in ("libstdc++.so.6", "libstdc++.so.6:malloc", "/no/such/object.so"):
+            rc, out, err = relstack("ps", "--check", target, self.pid)
+            self.assertEqual(rc, 2, (target, out, err))
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertIn("no object of process %d" % self.pid, err)
+            self.assertIn("named", err)
+
+    def test_check_finds_a_function_under_any_of_its_names(self):
+        # read and __read are one function of the C library: the frame is named by one of them
+        for name in ("read", "__read"):
+            rc, out, err = relstack("ps", "--check", name, "--tid", self.tids["reader"], self.pid)
+            self.assertEqual(rc, 3, (name, out, err))
 
     def test_unknown_tid_is_one_line_exit_2(self):
         rc, out, err = relstack("ps", "--tid", "1", self.pid)
