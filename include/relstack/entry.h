@@ -135,7 +135,7 @@ enum relstack_object_base {
 #define RELSTACK_OBJECT_VDSO 0x1u        /* the kernel's vDSO: no file */
 #define RELSTACK_OBJECT_MAIN 0x2u        /* the main executable */
 #define RELSTACK_OBJECT_PATH_CUT 0x4u    /* path longer than the record keeps */
-#define RELSTACK_OBJECT_NO_FP 0x8u       /* known not to keep frame pointers */
+#define RELSTACK_OBJECT_NO_FP 0x8u       /* its CFI proves no frame record anywhere (or it has none) */
 #define RELSTACK_OBJECT_KERNEL 0x10u     /* the kernel or a module: its frames are named as the kernel names them */
 
 #define RELSTACK_PATH_MAX 256

@@ -28,6 +28,8 @@ struct rs_cfi_builder {
 	struct packed *row;
 	uint32_t n, cap;
 	bool nomem;
+	/* FDEs overlapped: the rows kept are the first FDE's, a lookup in place may read another's (no record map) */
+	bool overlap;
 	struct rs_cfi_stats stats;
 };
 

@@ -30,8 +30,13 @@
 /* DW_EH_PE_datarel | DW_EH_PE_sdata4: the table encoding every linker writes. */
 #define RS_EH_TABLE_ENC 0x3b
 
-/* A register rule while the instructions run; NONE: not mentioned yet. */
-enum { RULE_NONE = 3, RULE_UNSUPPORTED = 4 };
+/*
+ * A register rule while the instructions run; NONE: not mentioned yet;
+ * AT_FP: saved at the address the frame pointer holds (the expression
+ * DW_OP_breg<fp> 0, which GCC writes for the frame pointer of a function
+ * that realigns its stack through a DRAP).
+ */
+enum { RULE_NONE = 3, RULE_UNSUPPORTED = 4, RULE_AT_FP = 5 };
 
 struct rule {
 	uint8_t kind; /* enum rs_cfi_rule, RULE_NONE or RULE_UNSUPPORTED */
@@ -132,6 +137,18 @@ static void def_cfa_expression(struct state *st, struct cursor *c)
 	st->cfa_deref = true;
 }
 
+/* Is the expression block at @c (consumed) exactly DW_OP_breg<fp> 0? */
+static bool expression_at_fp(struct cursor *c)
+{
+	uint64_t len = get_uleb(c);
+	struct cursor e = { c->p, c->p + (len < (uint64_t)(c->end - c->p) ? len : (uint64_t)(c->end - c->p)), false };
+	bool at_fp;
+
+	skip(c, len);
+	at_fp = get_byte(&e) == 0x70 + RS_ARCH_DWARF_FP && get_sleb(&e) == 0;
+	return at_fp && !e.bad && e.p == e.end;
+}
+
 /* Run instructions [p, end).  Returns false for malformed CFI. */
 static bool run_insns(struct run *r, const unsigned char *p, const unsigned char *end)
 {
@@ -203,7 +220,11 @@ static bool run_insns(struct run *r, const unsigned char *p, const unsigned char
 		case 0x0f: /* def_cfa_expression */
 			def_cfa_expression(&r->st, &c);
 			break;
-		case 0x10: case 0x16: /* expression, val_expression */
+		case 0x10: /* expression */
+			reg = get_uleb(&c);
+			set_rule(r, reg, expression_at_fp(&c) ? RULE_AT_FP : RULE_UNSUPPORTED, 0);
+			break;
+		case 0x16: /* val_expression */
 			reg = get_uleb(&c);
 			skip(&c, get_uleb(&c));
 			set_rule(r, reg, RULE_UNSUPPORTED, 0);
@@ -283,8 +304,8 @@ static int row_of(const struct state *st, struct rs_cfi_row *row)
 		return 0;
 	}
 	if (st->cfa_deref) {
-		/* the caller's frame pointer, saved by an expression, is the frame record's: no rule kept */
-		if (st->ra.kind != RS_CFI_OFFSET)
+		/* the caller's frame pointer saved where the frame pointer points (AT_FP): implied by the kind */
+		if (st->ra.kind != RS_CFI_OFFSET || st->fp.kind != RULE_AT_FP)
 			return -ENOTSUP;
 		row->cfa_deref = row->cfa_on_fp = true;
 		row->cfa_off = st->cfa_off;
@@ -301,7 +322,8 @@ static int row_of(const struct state *st, struct rs_cfi_row *row)
 	else
 		row->ra_rule = RS_CFI_OFFSET;
 	if (st->cfa_expr ||
-	    (st->cfa_reg != RS_ARCH_DWARF_SP && st->cfa_reg != RS_ARCH_DWARF_FP) || st->fp.kind == RULE_UNSUPPORTED)
+	    (st->cfa_reg != RS_ARCH_DWARF_SP && st->cfa_reg != RS_ARCH_DWARF_FP) || st->fp.kind == RULE_UNSUPPORTED ||
+	    st->fp.kind == RULE_AT_FP)
 		return -ENOTSUP;
 	row->cfa_on_fp = st->cfa_reg == RS_ARCH_DWARF_FP;
 	row->cfa_off = st->cfa_off;
@@ -402,8 +424,10 @@ static void add(struct rs_cfi_builder *b, uintptr_t loc, struct packed p)
 
 	if (loc < b->bias || off > UINT32_MAX || off > b->span || b->nomem)
 		return; /* (off == span: the gap where the last FDE ends) */
-	if (b->n && off < b->ip[b->n - 1])
+	if (b->n && off < b->ip[b->n - 1]) {
+		b->overlap = true;
 		return; /* overlapping FDEs: the first one's rows stand */
+	}
 	if (b->n && off == b->ip[b->n - 1]) {
 		b->n--; /* an FDE starting where the last one ended: its row, not the gap */
 		if (b->n && memcmp(&b->row[b->n - 1], &p, sizeof(p)) == 0)
@@ -648,6 +672,106 @@ static bool search_table(uintptr_t hdr, uintptr_t lo, uintptr_t hi, const unsign
 	return true;
 }
 
+/* ---- the record map ---- */
+
+/* Is the builder's row @i one rs_cfi_row_is_record() accepts? */
+static bool built_record(const struct rs_cfi_builder *b, uint32_t i)
+{
+	struct rs_cfi_row row;
+
+	return unpack(&b->row[i], &row) == 0 && rs_cfi_row_is_record(&row);
+}
+
+/*
+ * The extent of the builder's record map: the code offset its first grain
+ * starts at in *base, and its bits (0: no grain is wholly under record
+ * rows).  A row holds up to the next one's start; the last row's end is
+ * not known, so it is left out.
+ */
+static uint64_t map_extent(const struct rs_cfi_builder *b, uint64_t *base)
+{
+	uint32_t first = UINT32_MAX, last = 0;
+
+	*base = 0;
+	if (b->overlap)
+		return 0;
+	for (uint32_t i = 0; i + 1 < b->n; i++) {
+		if (!built_record(b, i))
+			continue;
+		if (first == UINT32_MAX)
+			first = i;
+		last = i;
+	}
+	if (first == UINT32_MAX)
+		return 0;
+	*base = b->ip[first] & ~(uint64_t)(RS_CFI_MAP_GRAIN - 1);
+	return (b->ip[last + 1] - *base) >> RS_CFI_MAP_SHIFT;
+}
+
+/* Bytes of a map of @bits bits, in whole words. */
+static inline uint64_t map_bytes(uint64_t bits)
+{
+	return (bits + 63) / 64 * sizeof(uint64_t);
+}
+
+/*
+ * Write the builder's record map (map_extent()'s @base and @bits) at
+ * @off bytes into @t: a bit for each grain wholly under record rows.
+ */
+static void map_write(struct rs_cfi_table *t, uint64_t off, const struct rs_cfi_builder *b, uint64_t base,
+		      uint64_t bits)
+{
+	uint64_t *map = (uint64_t *)(void *)((unsigned char *)t + off);
+
+	memset(map, 0, map_bytes(bits));
+	for (uint32_t i = 0; bits && i + 1 < b->n; i++) {
+		uint64_t lo, hi;
+
+		if (b->ip[i + 1] <= base || !built_record(b, i))
+			continue;
+		/* the grains wholly inside [ip[i], ip[i + 1]) */
+		lo = (b->ip[i] - base + RS_CFI_MAP_GRAIN - 1) >> RS_CFI_MAP_SHIFT;
+		hi = (b->ip[i + 1] - base) >> RS_CFI_MAP_SHIFT;
+		for (uint64_t g = lo; g < hi && g < bits; g++)
+			map[g / 64] |= 1ull << (g % 64);
+	}
+	atomic_store_explicit(&t->map_base, base, memory_order_relaxed);
+	atomic_store_explicit(&t->map_off, off, memory_order_relaxed);
+	atomic_store_explicit(&t->map_bits, bits, memory_order_relaxed);
+}
+
+const uint64_t *rs_cfi_table_record_map(const struct rs_cfi_table *t, uintptr_t *origin, uint64_t *bits)
+{
+	uint64_t bytes = atomic_load_explicit(&t->bytes, memory_order_relaxed);
+	uint64_t off = atomic_load_explicit(&t->map_off, memory_order_relaxed);
+	uint64_t nb = atomic_load_explicit(&t->map_bits, memory_order_relaxed);
+
+	if (!nb || off < sizeof(*t) || off % sizeof(uint64_t) || off > bytes || (bytes - off) < map_bytes(nb))
+		return NULL;
+	*origin = atomic_load_explicit(&t->bias, memory_order_relaxed) +
+		  (uintptr_t)atomic_load_explicit(&t->map_base, memory_order_relaxed);
+	*bits = nb;
+	return (const uint64_t *)(const void *)((const unsigned char *)t + off);
+}
+
+bool rs_cfi_table_no_records(const struct rs_cfi_table *t)
+{
+	uintptr_t origin;
+	uint64_t bits;
+	const uint64_t *map = t ? rs_cfi_table_record_map(t, &origin, &bits) : NULL;
+
+	for (uint64_t i = 0; map && i < (bits + 63) / 64; i++)
+		if (map[i])
+			return false;
+	return true;
+}
+
+/* Round @n up to a whole word. */
+static inline uint64_t word_up(uint64_t n)
+{
+	return (n + sizeof(uint64_t) - 1) & ~(uint64_t)(sizeof(uint64_t) - 1);
+}
+
 struct rs_cfi_table *rs_cfi_build_finish(struct rs_cfi_builder *b, uintptr_t bias)
 {
 	struct rs_cfi_table *t = NULL;
@@ -655,13 +779,14 @@ struct rs_cfi_table *rs_cfi_build_finish(struct rs_cfi_builder *b, uintptr_t bia
 	_Atomic uint16_t *rows;
 	_Atomic uint8_t *ip;
 	uint32_t base = 0, nblocks = 0;
+	uint64_t map_base, bits = b->nomem ? 0 : map_extent(b, &map_base);
 
 	if (b->n) {
 		base = b->ip[0] & ~(RS_CFI_BLOCK - 1);
 		nblocks = ((b->ip[b->n - 1] - base) >> RS_CFI_BLOCK_SHIFT) + 1;
 	}
 	if (!b->nomem)
-		t = region_get(table_bytes(nblocks, b->n));
+		t = region_get(word_up(table_bytes(nblocks, b->n)) + map_bytes(bits));
 	if (!t) {
 		free(b->ip);
 		free(b->row);
@@ -685,6 +810,7 @@ struct rs_cfi_table *rs_cfi_build_finish(struct rs_cfi_builder *b, uintptr_t bia
 	}
 	b->stats.rows = b->n;
 	t->stats = b->stats;
+	map_write(t, word_up(table_bytes(nblocks, b->n)), b, map_base, bits);
 	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);
 	atomic_store_explicit(&t->base, base, memory_order_relaxed);
 	atomic_store_explicit(&t->nblocks, nblocks, memory_order_relaxed);
@@ -695,26 +821,34 @@ struct rs_cfi_table *rs_cfi_build_finish(struct rs_cfi_builder *b, uintptr_t bia
 	return t;
 }
 
+/* The rows of every FDE @table (@count entries, of the header at @hdr) lists, into @b. */
+static void build_listed(struct rs_cfi_builder *b, uintptr_t hdr, uintptr_t lo, uintptr_t hi,
+			 const unsigned char *table, uint32_t count)
+{
+	uintptr_t last_cie = 0;
+
+	for (uint32_t i = 0; i < count && !b->nomem; i++) {
+		uintptr_t pc = hdr + (intptr_t)table_word(table + (size_t)i * 8);
+		uintptr_t fde = hdr + (intptr_t)table_word(table + (size_t)i * 8 + 4);
+
+		if (fde < lo || fde >= hi)
+			add(b, pc, row_unsupported);
+		else
+			compile_fde(b, fde, lo, hi, pc, &last_cie);
+	}
+}
+
 struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias, uint64_t span)
 {
 	struct rs_cfi_builder b = { .bias = bias, .span = span };
 	const unsigned char *table;
-	uintptr_t last_cie = 0;
 	uint32_t count;
 
 	if (!search_table(hdr, lo, hi, &table, &count)) {
 		errno = ENOENT;
 		return NULL;
 	}
-	for (uint32_t i = 0; i < count && !b.nomem; i++) {
-		uintptr_t pc = hdr + (intptr_t)table_word(table + (size_t)i * 8);
-		uintptr_t fde = hdr + (intptr_t)table_word(table + (size_t)i * 8 + 4);
-
-		if (fde < lo || fde >= hi)
-			add(&b, pc, row_unsupported);
-		else
-			compile_fde(&b, fde, lo, hi, pc, &last_cie);
-	}
+	build_listed(&b, hdr, lo, hi, table, count);
 	return rs_cfi_build_finish(&b, bias);
 }
 
@@ -753,15 +887,29 @@ struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t
 	struct rs_cfi_table *t;
 	uint32_t count;
 
+	struct rs_cfi_builder b = { .bias = bias, .span = UINT32_MAX };
+	uint64_t map_base = 0, bits;
+
 	if (!search_table(hdr, lo, hi, &table, &count)) {
 		errno = ENOENT;
 		return NULL;
 	}
-	t = region_get(table_bytes(0, 0));
+	/*
+	 * The rows are built once, for the record map only (the fast walk's
+	 * proof of frame records, cfi.h), and dropped: lookups run the FDE.
+	 */
+	build_listed(&b, hdr, lo, hi, table, count);
+	bits = b.nomem ? 0 : map_extent(&b, &map_base);
+	t = region_get(word_up(table_bytes(0, 0)) + map_bytes(bits));
 	if (!t) {
+		free(b.ip);
+		free(b.row);
 		errno = ENOMEM;
 		return NULL;
 	}
+	map_write(t, word_up(table_bytes(0, 0)), &b, map_base, bits);
+	free(b.ip);
+	free(b.row);
 	memset(&t->stats, 0, sizeof(t->stats));
 	t->stats.fdes = count;
 	atomic_store_explicit(&t->bias, bias, memory_order_relaxed);

@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "relstack-local.h"
+#include "unwind-arch.h"
 
 /* The ELF class of this process's objects, the one ElfW() names. */
 #define RS_ELF_NATIVE_CLASS (__ELF_NATIVE_CLASS == 64 ? ELFCLASS64 : ELFCLASS32)
@@ -70,8 +71,11 @@ struct rs_cfi_row {
 	bool cfa_on_fp;
 	/*
 	 * The CFA is the word at fp + cfa_off: a function that realigned its
-	 * stack through a DRAP.  Such a row comes with -ENOTSUP from a lookup
-	 * (the walk follows it only from the function's frame record).
+	 * stack through a DRAP; the caller's frame pointer is then saved at
+	 * the word the frame pointer points at (the expression DW_OP_breg<fp>
+	 * 0, checked when the row is made: no other DRAP row is kept), and
+	 * fp_rule is RS_CFI_UNDEFINED.  Such a row comes with -ENOTSUP from a
+	 * lookup: only a walk that knows this form follows it (unwind.c).
 	 */
 	bool cfa_deref;
 	uint8_t ra_rule, fp_rule; /* enum rs_cfi_rule */
@@ -87,6 +91,14 @@ struct rs_cfi_stats {
 
 struct rs_cfi_table {
 	_Atomic uintptr_t bias;    /* rows are keyed by pc - bias */
+	/*
+	 * The record map (rs_cfi_table_record_map()): fpmap_bits bits, from
+	 * map_off bytes into the region, bit i for the RS_CFI_MAP_GRAIN bytes
+	 * of code from offset map_base + i * RS_CFI_MAP_GRAIN.
+	 */
+	_Atomic uint64_t map_off;
+	_Atomic uint64_t map_bits;
+	_Atomic uint64_t map_base;
 	_Atomic uint64_t bytes;    /* the region's size: fixed while it holds a table, 0 once emptied */
 	_Atomic uint32_t base;     /* the code offset block 0 starts at */
 	_Atomic uint32_t nblocks;  /* blocks of RS_CFI_BLOCK bytes */
@@ -101,6 +113,48 @@ struct rs_cfi_table {
 	_Atomic uintptr_t eh_hdr, eh_lo, eh_hi;
 	/* followed by _Atomic uint32_t first[nblocks + 1]; _Atomic uint16_t row[n][3]; _Atomic uint8_t ip[n] */
 };
+
+/*
+ * Is @row one of a function that keeps its frame record at its frame
+ * pointer there: the CFA on the frame pointer, the return address and the
+ * caller's frame pointer saved in the record the frame pointer points at,
+ * and (where the record tops the frame) the CFA just above it?  Only at
+ * such a row does following the frame record read what following the
+ * row does (docs/unwinder.md, "Every frame's proof").
+ */
+static inline bool rs_cfi_row_is_record(const struct rs_cfi_row *row)
+{
+	const int64_t w = (int64_t)sizeof(uintptr_t);
+
+	return row->cfa_on_fp && !row->cfa_deref && row->ra_rule == RS_CFI_OFFSET && row->fp_rule == RS_CFI_OFFSET &&
+	       row->cfa_off + row->fp_off == RS_ARCH_FRAME_NEXT * w && row->cfa_off + row->ra_off == RS_ARCH_FRAME_RA * w &&
+	       (!RS_ARCH_RECORD_TOPS_FRAME || row->cfa_off == (int64_t)RS_ARCH_FRAME_SIZE);
+}
+
+/*
+ * The record map's grain: a bit of it stands for this many bytes of code,
+ * and is set only when every one of them is under a row
+ * rs_cfi_row_is_record() accepts.  So a set bit for the grain holding a
+ * return address minus one (the call) proves the row there, exactly; a
+ * clear one proves nothing either way (the walk then looks the row up).
+ */
+#define RS_CFI_MAP_SHIFT 1
+#define RS_CFI_MAP_GRAIN (1u << RS_CFI_MAP_SHIFT)
+
+/*
+ * @t's record map: its bits (NULL if it has none set), the address its
+ * first grain starts at in *origin and the number of bits in *bits.
+ * Reads stay inside the region whatever it holds (a retired one has no
+ * map).  Async-signal-safe.
+ */
+RS_HIDDEN const uint64_t *rs_cfi_table_record_map(const struct rs_cfi_table *t, uintptr_t *origin, uint64_t *bits);
+
+/*
+ * Does @t (may be NULL) prove no frame record anywhere: no table, or a
+ * record map without a bit set?  What RELSTACK_OBJECT_NO_FP says of an
+ * object.  Scan time.
+ */
+RS_HIDDEN bool rs_cfi_table_no_records(const struct rs_cfi_table *t);
 
 #define RS_CFI_BLOCK_SHIFT 8
 #define RS_CFI_BLOCK (1u << RS_CFI_BLOCK_SHIFT)

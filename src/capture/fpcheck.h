@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Does an object keep frame pointers?  Decided once per object when the
- * object table first sees it (never on the capture path).
+ * What an object's call-frame information tells the object table when it
+ * first sees the object (never on the capture path): its signal-return
+ * trampoline.
  */
 #ifndef RELSTACK_FPCHECK_H
 #define RELSTACK_FPCHECK_H
@@ -14,7 +15,6 @@
 
 /* What the check learned of one object. */
 struct rs_fp_facts {
-	bool keeps_fp;      /* false only when the object is known not to keep frame pointers */
 	uintptr_t restorer; /* its signal-return trampoline (checked code bytes), or 0 */
 };
 

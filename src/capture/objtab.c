@@ -398,8 +398,6 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 		free(canon);
 	}
 	rs_fp_check(info, f->start, f->end, &facts);
-	if (!facts.keeps_fp)
-		f->obj.flags |= RELSTACK_OBJECT_NO_FP;
 	f->restorer = facts.restorer;
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -676,6 +674,18 @@ static int pick_slot(void)
 
 static void find_permanent(void);
 
+/*
+ * Slot @s has its table (or none): RELSTACK_OBJECT_NO_FP when it proves no
+ * frame record anywhere (cfi.h), the one thing the flag says.
+ */
+static void table_made(unsigned s)
+{
+	if (rs_cfi_table_no_records(T.cfi[s]))
+		T.slot[s].flags |= RELSTACK_OBJECT_NO_FP;
+	else
+		T.slot[s].flags &= ~RELSTACK_OBJECT_NO_FP;
+}
+
 /* compile_one()'s: a table for each slot still due whose object the loader lists. */
 static int compile_one(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -686,6 +696,7 @@ static int compile_one(struct dl_phdr_info *info, size_t size, void *data)
 			continue;
 		T.cfi[s] = rs_cfi_table_build(info, (T.slot[s].flags & RELSTACK_OBJECT_VDSO) ? NULL : T.slot[s].path,
 					      T.slot[s].build_id, T.slot[s].build_id_len);
+		table_made(s);
 		T.cfi_due[s] = false;
 	}
 	return 0;
@@ -708,15 +719,20 @@ static void make_tables(void)
 		if (!T.cfi_due[s])
 			continue;
 		if (T.permanent[s] && T.eh_hdr[s] &&
-		    (T.cfi[s] = rs_cfi_table_inplace(T.eh_hdr[s], T.eh_lo[s], T.eh_hi[s], T.bias[s])))
+		    (T.cfi[s] = rs_cfi_table_inplace(T.eh_hdr[s], T.eh_lo[s], T.eh_hi[s], T.bias[s]))) {
+			table_made(s);
 			T.cfi_due[s] = false;
-		else
+		} else {
 			compile = true;
+		}
 	}
 	if (compile)
 		dl_iterate_phdr(compile_one, NULL);
-	for (unsigned s = 0; s < T.capacity; s++)
-		T.cfi_due[s] = false; /* (an object gone already: it has no table) */
+	for (unsigned s = 0; s < T.capacity; s++) {
+		if (T.cfi_due[s])
+			table_made(s); /* an object gone already, or one without CFI: no table */
+		T.cfi_due[s] = false;
+	}
 }
 
 static int scan_locked(bool force)

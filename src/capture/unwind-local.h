@@ -59,6 +59,13 @@ struct rs_fast_cache {
 	uint64_t fast_seq;
 	uintptr_t start, span;
 	/*
+	 * The record map of the fast range's object (cfi.h): a return address
+	 * ra in the range is proven to leave its caller's frame record at the
+	 * frame pointer when bit (ra - start + fmk) >> RS_CFI_MAP_SHIFT is set.
+	 */
+	const uint64_t *fmap;
+	uintptr_t fmk;
+	/*
 	 * ra - start + wdelta[abs] is ra's word: wdelta[0] = start + delta,
 	 * where delta folds a relative word's bias, slot and flag (unwind.c,
 	 * struct fast_range); wdelta[1] = start, for absolute words.

@@ -200,18 +200,35 @@ static inline const struct rs_cfi_table *interrupted_cfi(const struct rs_objtab_
 }
 
 /*
- * The fast range: the object the last return address was found in, held
- * in registers, for the common case of a frame in an object that keeps
- * frame pointers and holds no signal trampoline.  A return address in
- * [start, start + span) becomes the word ra + delta: for a relative word
- * delta folds the load bias, the slot index and the flag bit into one
- * addition (checked once per range: every offset in it fits the word);
- * for absolute output delta is 0.  span == 0: no fast range.
+ * The fast range: the object the last proven frame record's return
+ * address was found in, held in registers, for the common case of a frame
+ * in an object whose CFI proves frame records and that holds no signal
+ * trampoline.  A return address in [start, start + span) is proven when
+ * its bit in the object's record map is set (map_proven()); it then
+ * becomes the word ra + delta: for a relative word delta folds the load
+ * bias, the slot index and the flag bit into one addition (checked once
+ * per range: every offset in it fits the word); for absolute output delta
+ * is 0.  span == 0: no fast range.
  */
 struct fast_range {
 	uintptr_t start, span;
 	uint64_t delta;
+	const uint64_t *map;
+	uintptr_t mk; /* ra - start + mk: the offset of ra - 1 from the map's first grain */
 };
+
+_Static_assert(RS_CFI_MAP_SHIFT == 1, "the arch loops (rs_arch_fast_frames()) shift by 1");
+
+/*
+ * Does the record map prove the return address @x bytes into the fast
+ * range @f (x < f->span): is the row of its call a frame-record row?
+ */
+static inline bool map_proven(const struct fast_range *f, uintptr_t x)
+{
+	uintptr_t g = (x + f->mk) >> RS_CFI_MAP_SHIFT;
+
+	return f->map[g / 64] >> (g % 64) & 1;
+}
 
 /*
  * Does @row, with its CFA at @cfa, keep the return address in a frame
@@ -293,38 +310,19 @@ static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool
 }
 
 /*
- * The CFA of the frame record at @fp when the function it belongs to
- * (@pc in it, a return address unless @exact) realigned its stack through
- * a DRAP (cfi.h, cfa_deref: every i386 main()): the frame record then
- * holds a copy of the return address, and the caller's stack starts at the
- * CFA, above the realignment, not just above the record.  Returns that
- * CFA, read from fp + the row's offset and proven by the return address
- * slot it names holding @ra; 0 when the function did not realign (its
- * CFA is fp + RS_ARCH_FRAME_SIZE) or the proof fails.  Reads only inside
- * [lo, hi), each at its address + @d.
+ * Is the row of the call before the return address @ra, in @co, one of a
+ * function that keeps its frame record at its frame pointer there
+ * (rs_cfi_row_is_record())?  Then the frame pointer a frame record saved
+ * is the caller's record: the one proof of a frame followed by its frame
+ * record (docs/unwinder.md, "Every frame's proof").
  */
-static uintptr_t drap_cfa(const struct rs_objtab_view *v, uintptr_t pc, bool exact, uintptr_t fp, uintptr_t ra,
-			  uintptr_t lo, uintptr_t hi, intptr_t d, uint32_t *reasons)
+static inline bool ra_keeps_record(const struct rs_objtab_view *v, const struct rs_cfi_table *co, uintptr_t ra,
+				   bool snap)
 {
-	const struct rs_cfi_table *o = pc ? cfi_of(v, pc - !exact) : NULL;
 	struct rs_cfi_row row;
-	uintptr_t at, cfa, slot;
+	int err = snap ? rs_cfi_row_at(co, ra - 1, &row) : row_at(v, co, ra - 1, &row);
 
-	if (!o || rs_cfi_row_at(o, pc - !exact, &row) != -ENOTSUP || !row.cfa_deref)
-		return 0;
-	at = fp + (uintptr_t)row.cfa_off;
-	if (at < lo || at > hi - RS_W) {
-		*reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
-		return 0;
-	}
-	cfa = rs_load(at + d);
-	slot = cfa + (uintptr_t)row.ra_off;
-	if (cfa < fp + RS_ARCH_FRAME_SIZE || cfa > hi || (cfa & (RS_W - 1)) || slot < fp || slot > hi - RS_W ||
-	    rs_load(slot + d) != ra) {
-		*reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
-		return 0;
-	}
-	return cfa;
+	return !err && rs_cfi_row_is_record(&row);
 }
 
 /*
@@ -502,6 +500,8 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	nf.start = rs_tls.fast.start;
 	nf.span = rs_tls.fast.span;
 	nf.delta = relative ? rs_tls.fast.wdelta[0] - nf.start : 0;
+	nf.map = rs_tls.fast.fmap;
+	nf.mk = rs_tls.fast.fmk;
 	vs = rs_tls.fast.vstart;
 	ve = rs_tls.fast.vend;
 	vb = rs_tls.fast.vbias;
@@ -549,6 +549,8 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 	if (f) {
 		rs_tls.fast.start = f->start;
 		rs_tls.fast.span = f->span;
+		rs_tls.fast.fmap = f->map;
+		rs_tls.fast.fmk = f->mk;
 		rs_tls.fast.wdelta[0] = f->start + delta;
 		rs_tls.fast.wdelta[1] = f->start;
 	}
@@ -582,19 +584,34 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_view *v, bool relative)
 {
 	uint32_t slot = rs_objtab_view_slot(v);
-	uint64_t max_off = (uint64_t)(v->end - 1 - v->bias);
+	uint64_t max_off = (uint64_t)(v->end - 1 - v->bias), bits;
+	const struct rs_cfi_table *co = view_cfi(v);
+	const uint64_t *map;
+	uintptr_t origin, start, end;
 	uint64_t delta;
 
 	f->span = 0;
 	/* an object with a signal trampoline: every frame takes the slow path, which knows it */
-	if ((rs_objtab_view_flags(v) & (RELSTACK_OBJECT_NO_FP | RS_OBJECT_CHANGING)) || v->restorer)
+	if ((rs_objtab_view_flags(v) & (RELSTACK_OBJECT_NO_FP | RS_OBJECT_CHANGING)) || v->restorer || !co)
 		return;
 	if (v->bias > v->start || max_off > (slot ? RS_NATIVE_OFFSET_MASK : RS_NATIVE_MAIN_MASK))
 		return; /* some offsets would not fit a word: each frame takes the slow path */
+	map = rs_cfi_table_record_map(co, &origin, &bits);
+	if (!map || origin >= UINTPTR_MAX - 1 || bits > (UINTPTR_MAX - origin - 1) >> RS_CFI_MAP_SHIFT)
+		return;
+	/* the object's text that the map covers: ra - 1 in a grain of it */
+	start = v->start > origin + 1 ? v->start : origin + 1;
+	end = origin + 1 + (bits << RS_CFI_MAP_SHIFT);
+	if (end > v->end)
+		end = v->end;
+	if (start >= end)
+		return;
 	delta = (slot ? RS_NATIVE_FLAG | (uint64_t)slot << RS_NATIVE_INDEX_SHIFT : 0) - (uint64_t)v->bias;
 	f->delta = relative ? delta : 0;
-	f->start = v->start;
-	f->span = v->end - v->start;
+	f->start = start;
+	f->span = end - start;
+	f->map = map;
+	f->mk = start - origin - 1;
 	fast_cache_store(f, v, delta, 0, 0);
 }
 
@@ -638,7 +655,7 @@ fast_frames(uintptr_t fp, uintptr_t *lo_io, uintptr_t top, uint64_t **out_io, ui
 	while (fp >= lo && fp <= top) {
 		acc |= fp;
 		ra = rs_arch_strip_ra(load_word(fp + RS_ARCH_FRAME_RA * RS_W));
-		if (ra - start >= span)
+		if (ra - start >= span || !map_proven(f, ra - start))
 			break;
 		*out++ = ra + delta;
 		lo = fp + RS_ARCH_FRAME_SIZE;
@@ -707,7 +724,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uint32_t pending = w->reasons & RELSTACK_UNRELIABLE_ASYNC_START;
 	const struct rs_stack_range *r;
 	uintptr_t fp = w->fp, lo = 0, hi, top, pass_ra = 0, ra_slot = 0, lo0;
-	struct fast_range f = { 0, 0, 0 };
+	struct fast_range f = { 0, 0, 0, NULL, 0 };
 	const bool resume = rs && rs->n && rs->seq == v->seq;
 	unsigned skip = resume ? 0 : w->skip; /* walk_fast() wrote words only after skipping */
 	bool end = false;
@@ -741,7 +758,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uintptr_t check_sp = w->sp;
 	uintptr_t uc; /* a signal frame's saved context (rs_arch_sigframe_context()) */
 	int kind = 0; /* the kind of that signal frame (rs_arch_restorer_kind()) */
-	uintptr_t drap; /* the CFA of a frame record's function that realigned its stack (drap_cfa()), or 0 */
+	bool skipped; /* the CFI walk's pc was skipped, not written */
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
@@ -824,7 +841,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		ra_slot = 0;
 		t.on = false; /* a frame record: whatever follows is no tail */
 
-		if (rs_likely(ra - f.start < f.span)) {
+		if (rs_likely(ra - f.start < f.span && map_proven(&f, ra - f.start))) {
 			if (rs_unlikely(out == out_end))
 				goto truncated;
 			*out++ = ra + f.delta;
@@ -898,30 +915,42 @@ cross:
 			reasons |= pending; /* its frame pointer, unproven */
 			pending = 0;
 			continue;
-		} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-			co = view_cfi(v);
+		} else if ((co = view_cfi(v)) && ra_keeps_record(v, co, ra, snap)) {
+			/* proven: the caller keeps its frame record where this one's saved frame pointer points */
+			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+			if (!skip && !check && !snap)
+				fast_range_set(&f, v, relative);
+			else if (skip)
+				pass_ra = ra; /* what walk_fast() may take for granted next time */
+		} else if (!co) {
 			/*
-			 * The caller resumes at ra, its stack at the CFA of the frame
-			 * record's function: its DRAP's, or where it keeps its record.
+			 * Nothing proves the caller's frame: an object without CFI,
+			 * or one that may be unmapped at any moment (its table with
+			 * it).  Best effort: on with the frame pointer.
+			 */
+			reasons |= rs_objtab_view_flags(v) & RS_OBJECT_CHANGING ? RELSTACK_UNRELIABLE_OBJECTS_CHANGING
+										: RELSTACK_UNRELIABLE_NO_FP_OBJECT;
+			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
+		} else {
+			/*
+			 * The caller is followed by its CFI: it resumes at ra, its
+			 * stack pointer the CFA of the frame record's function (proven
+			 * to keep that record: the record tops its frame, or its row
+			 * says where), its frame pointer the one the record saved.
 			 */
 			pc = ra;
-			drap = drap_cfa(v, owner_pc, owner_exact, fp, ra, lo, hi, d, &reasons);
-			if (drap)
-				sp = drap;
-			else if (!record_cfa(v, owner_pc, owner_exact, fp, &sp))
+			if (!record_cfa(v, owner_pc, owner_exact, fp, &sp))
 				sp = 0;
 			cfp = next;
 			cfp_known = cfp_is_next = true;
 			exact = false;
-			if (!co || !sp) {
+			if (!sp) {
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
-				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
-					reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING;
 				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 				goto write;
 			}
-			/* a cached tail reads its slots from the frame record: never one of a DRAP's CFA */
-			if (RS_ARCH_RECORD_TOPS_FRAME && !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
+			/* a cached tail reads its slots from the frame record */
+			if (RS_ARCH_RECORD_TOPS_FRAME && !skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT)) &&
 			    tail_from_cache(v, fp, ra, hi, relative, &out, out_end)) {
 				end = true;
 				goto walk_end;
@@ -932,7 +961,7 @@ cross:
 			 * only where the record tops its frame: elsewhere the CFA
 			 * depends on the function that made the record too.
 			 */
-			t.on = RS_ARCH_RECORD_TOPS_FRAME && !skip && !drap && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
+			t.on = RS_ARCH_RECORD_TOPS_FRAME && !skip && !(w->flags & (RS_WALK_COMPLETE | RS_WALK_SNAPSHOT));
 			t.reasons = reasons;
 			t.fp = fp;
 			t.ra = ra;
@@ -945,11 +974,12 @@ cfi:
 				uintptr_t cfa, slot;
 				int err;
 
+				skipped = false;
 				if (!exact) {
 					/* pc, a return address in co, found in the view */
 					word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
 					if (skip)
-						skip--;
+						skip--, skipped = true;
 					else if (out == out_end)
 						goto truncated;
 					else
@@ -958,6 +988,17 @@ cfi:
 				}
 				/* a return address: the row of the call; an interrupted pc: its own */
 				err = snap ? rs_cfi_row_at(co, pc - !exact, &row) : row_at(v, co, pc - !exact, &row);
+				if (!err && !exact && cfp_known && rs_cfi_row_is_record(&row)) {
+					/* the function keeps its frame record there: on with the frame-record walk, from cfp */
+					if (!skipped && !check && !snap)
+						fast_range_set(&f, v, relative);
+					else if (skipped)
+						pass_ra = pc;
+					break;
+				}
+				/* a DRAP's row: the CFA and the caller's frame pointer found from the frame pointer, below */
+				if (err == -ENOTSUP && row.cfa_deref)
+					err = 0;
 				/* the return address in its register (a leaf): known for an interrupted pc only */
 				if (!err && row.ra_rule == RS_CFI_SAME && (!exact || !lr))
 					err = -ENOTSUP;
@@ -978,13 +1019,28 @@ cfi:
 					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					goto walk_end;
 				}
-				if (row.cfa_on_fp && t.on) {
-					/* the CFA is a value: a slot of the tail (the record's, if it is next), which is pinned */
-					if (cfp_is_next)
-						tail_load(&t, t.fp + RS_ARCH_FRAME_NEXT * RS_W, d);
-					t.pinned = true;
+				if (row.cfa_deref) {
+					/*
+					 * A stack realigned through a DRAP: the CFA is the word
+					 * at cfp + cfa_off, inside this function's frame.  A value
+					 * no tail slot compares: no tail through it.
+					 */
+					slot = cfp + (uintptr_t)row.cfa_off;
+					t.on = false;
+					if (slot < sp || slot > hi - RS_W || (slot & (RS_W - 1))) {
+						reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+						goto walk_end;
+					}
+					cfa = rs_load(slot + d);
+				} else {
+					if (row.cfa_on_fp && t.on) {
+						/* the CFA is a value: a slot of the tail (the record's, if it is next), which is pinned */
+						if (cfp_is_next)
+							tail_load(&t, t.fp + RS_ARCH_FRAME_NEXT * RS_W, d);
+						t.pinned = true;
+					}
+					cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
 				}
-				cfa = (row.cfa_on_fp ? cfp : sp) + (uintptr_t)row.cfa_off;
 				/*
 				 * The caller's frame is above this one and inside the
 				 * window; a leaf's (its return address in its register)
@@ -1012,7 +1068,16 @@ cfi:
 					ra_slot = slot;
 					pc = rs_arch_strip_ra(tail_load(&t, slot, d));
 				}
-				if (row.fp_rule == RS_CFI_OFFSET) {
+				if (row.cfa_deref) {
+					/* the caller's frame pointer, saved where the frame pointer points (cfi.h) */
+					if (cfp < sp || cfp > hi - RS_W || (cfp & (RS_W - 1))) {
+						reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
+						goto walk_end;
+					}
+					cfp = rs_load(cfp + d);
+					cfp_known = true;
+					cfp_is_next = false;
+				} else if (row.fp_rule == RS_CFI_OFFSET) {
 					slot = cfa + (uintptr_t)row.fp_off;
 					if (slot < sp || slot > hi - RS_W) {
 						reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
@@ -1035,20 +1100,14 @@ cfi:
 					kind = rs_arch_restorer_kind(pc, v->restorer);
 					uc = rs_arch_sigframe_context(sp, kind);
 					goto cross;
-				} else if (rs_objtab_view_flags(v) & RELSTACK_OBJECT_NO_FP) {
-					co = view_cfi(v);
-					if (co)
-						continue;
-					reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
-					word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
-					t.on = false;
+				} else if ((co = view_cfi(v))) {
+					/* the top of the loop: its row says how (a frame record, or its CFI) */
+					continue;
 				} else {
-					/* a function that keeps frame pointers: its frame record is at cfp */
+					/* nothing proves its frame (as in the frame-record walk): on with the frame pointer */
+					reasons |= rs_objtab_view_flags(v) & RS_OBJECT_CHANGING ? RELSTACK_UNRELIABLE_OBJECTS_CHANGING
+												: RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 					word = relative ? rs_objtab_view_word(v, pc) : (uint64_t)pc;
-					tail_word(&t, v, pc);
-				}
-				if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING)) {
-					reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING;
 					t.on = false;
 				}
 				if (skip)
@@ -1075,14 +1134,6 @@ cfi:
 			owner_pc = pc;
 			owner_exact = false;
 			continue;
-		} else {
-			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
-			if (rs_unlikely(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
-				reasons |= RELSTACK_UNRELIABLE_OBJECTS_CHANGING; /* the word names no object */
-			if (!skip && !check && !snap)
-				fast_range_set(&f, v, relative);
-			else if (skip && !(rs_objtab_view_flags(v) & RS_OBJECT_CHANGING))
-				pass_ra = ra; /* what walk_fast() may take for granted next time */
 		}
 write:
 		if (skip)
@@ -1244,8 +1295,10 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	 * slow path for them, to the same verdict: no reason), not written.
 	 */
 	for (; skip; skip--) {
+		const struct fast_range pf = { rs_tls.fast.start, rs_tls.fast.span, 0, rs_tls.fast.fmap, rs_tls.fast.fmk };
+
 		x = rs_arch_strip_ra(load_word(fp + RS_ARCH_FRAME_RA * RS_W));
-		if (x - rs_tls.fast.start >= rs_tls.fast.span && (x != rs_tls.fast.pass_ra || !x))
+		if ((x - pf.start >= pf.span || !map_proven(&pf, x - pf.start)) && (x != rs_tls.fast.pass_ra || !x))
 			goto from_start;
 		next = load_word(fp + RS_ARCH_FRAME_NEXT * RS_W);
 		acc |= next;
@@ -1262,7 +1315,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	if (lim < top)
 		top = lim;
 	if (rs_arch_fast_frames(&fp, &lo, &out, &acc, &x, &rs_tls.fast.start, &rs_tls.fast.span,
-				&rs_tls.fast.wdelta[abs], top)) {
+				&rs_tls.fast.wdelta[abs], rs_tls.fast.fmap, &rs_tls.fast.fmk, top)) {
 		fp = x;
 		goto hand_over;
 	}

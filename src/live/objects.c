@@ -220,12 +220,12 @@ static void learn(struct rs_live_object *o, const struct image *im, const char *
 		return;
 	}
 	rs_fp_check(&info, lo, hi, &facts);
-	if (!facts.keeps_fp)
-		o->obj.flags |= RELSTACK_OBJECT_NO_FP;
 	o->restorer = facts.restorer ? facts.restorer - im->bias + o->bias : 0;
 	o->cfi = rs_cfi_table_build(&info, debug_path, o->obj.build_id, o->obj.build_id_len);
 	if (o->cfi)
 		rs_cfi_table_rebase(o->cfi, o->bias);
+	if (rs_cfi_table_no_records(o->cfi))
+		o->obj.flags |= RELSTACK_OBJECT_NO_FP;
 }
 
 /* Open the file of mapping @m: the very file through map_files, else the path under the process's root. */

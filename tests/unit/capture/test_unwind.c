@@ -41,10 +41,11 @@ __attribute__((noinline)) static int text_in_test(int x)
 }
 
 /* Addresses of known kinds. */
-static uintptr_t fp_text(void) { return (uintptr_t)&text_in_test + 1; }
+/* return addresses [fp_text(), fp_text() + 32) whose calls are under frame-record rows: followed by frame records */
+static uintptr_t fp_text(void) { return record_ra_run((uintptr_t)&text_in_test); }
 static uintptr_t nofp_text(void) { return (uintptr_t)&rs_unwind_nofp_call + 1; }
 /* code that keeps frame pointers in an object whose CFI the walk never reads (an interrupted pc there is followed by its frame pointer) */
-static uintptr_t lib_fp_text(void) { return (uintptr_t)&rs_unwind_fp_inner + 1; }
+static uintptr_t lib_fp_text(void) { return record_ra_run((uintptr_t)&rs_unwind_fp_inner); }
 /*
  * the program's own outermost frame: _start's CFI leaves the return address
  * undefined (from its first instruction on x86-64, after a landing pad on

@@ -123,11 +123,10 @@ static unsigned nfp;
 static uintptr_t nofp_ra, entry_ra[2], restorer, pass_ra;
 static bool prog_fp;
 
+/* Does the object holding @a prove frame records where crafted stacks put return addresses? */
 static bool keeps_fp(uintptr_t a)
 {
-	struct rs_lookup l;
-
-	return rs_objtab_lookup(a, &l) && !(l.flags & RELSTACK_OBJECT_NO_FP);
+	return record_ra_run(a) != 0;
 }
 
 static int find_objects(void)
@@ -138,9 +137,9 @@ static int find_objects(void)
 		return -1;
 	prog_fp = keeps_fp((uintptr_t)&text_in_test);
 	if (prog_fp)
-		fpo[nfp++] = (struct object){ (uintptr_t)&text_in_test };
+		fpo[nfp++] = (struct object){ record_ra_run((uintptr_t)&text_in_test) };
 	if (keeps_fp((uintptr_t)&rs_unwind_fp_inner))
-		fpo[nfp++] = (struct object){ (uintptr_t)&rs_unwind_fp_inner };
+		fpo[nfp++] = (struct object){ record_ra_run((uintptr_t)&rs_unwind_fp_inner) };
 	/* a return address the walk cannot follow: a C runtime row given by an expression (its PLT) */
 	nofp_ra = cfi_ra_of_kind(crt_cfi(), ROW_UNSUPPORTED);
 	/*
@@ -153,8 +152,7 @@ static int find_objects(void)
 	restorer = crt_rt_restorer();
 	/* a frame a recorder in another object skips: in librs_unwind_fp.so */
 	pass_ra = (uintptr_t)&rs_unwind_fp_call + 5;
-	if (nfp == 0 || !entry_ra[0] || !entry_ra[1] || !rs_objtab_lookup(entry_ra[0], &l) ||
-	    !(l.flags & RELSTACK_OBJECT_NO_FP) || !nofp_ra || keeps_fp(nofp_ra))
+	if (nfp == 0 || !entry_ra[0] || !entry_ra[1] || !rs_objtab_lookup(entry_ra[0], &l) || !l.cfi || !nofp_ra)
 		return -1; /* the premises of every case below */
 	return 0;
 }

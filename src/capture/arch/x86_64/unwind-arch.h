@@ -88,32 +88,35 @@ static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
 
 /*
  * The fast walk's inner loop (unwind.c, walk_fast()): frames whose return
- * address lies in [*start, *start + *span), each written as
- * ra - *start + *wdelta, for as long as the frame pointers stay in the
- * window.  *fp is a frame the caller checked (inside the window, its
- * record readable).  Per frame: x = ra - start is the range check and
- * x + wdelta the word; the next frame pointer must lie in [fp + 16, top],
- * and is OR-ed into *acc for an alignment check after the loop.
+ * address lies in [*start, *start + *span) and is proven by the record
+ * map @map (cfi.h: bit (ra - start + *mk) >> 1 set: the row of the call is
+ * a frame-record row, so the caller's frame record is the frame pointer
+ * this record saved), each written as ra - *start + *wdelta, for as long
+ * as the frame pointers stay in the window.  *fp is a frame the caller
+ * checked (inside the window, its record readable).  Per frame: x = ra -
+ * start is the range check, bit (x + mk) >> 1 the proof, and x + wdelta
+ * the word; the next frame pointer must lie in [fp + 16, top], and is
+ * OR-ed into *acc for an alignment check after the loop.
  *
- * Returns false when a return address left the range: the frame at *fp,
- * whose return address is *r + *start, was not written.  Returns true
- * when a frame pointer left the window: *r is it, *fp the last frame
- * written, *lo = *fp + 16.  *out is past the last word written either
- * way.  The caller bounds top so that the frames in the window fit in
- * the array.
+ * Returns false when a return address left the range or is not proven:
+ * the frame at *fp, whose return address is *r + *start, was not
+ * written.  Returns true when a frame pointer left the window: *r is it,
+ * *fp the last frame written, *lo = *fp + 16.  *out is past the last word
+ * written either way.  The caller bounds top so that the frames in the
+ * window fit in the array.
  *
  * In assembly because compilers fold x + wdelta back into ra + delta and
  * keep both ra and x alive, a copy per frame.  Unrolled four times, the
  * frame pointer alternating between two registers (the other one holds x
- * and then the next frame pointer), so that the array pointer's increment
- * is shared, no register is copied, and the chain from one frame pointer
- * to the next is one load (bench/capture.sh prints the instructions a
- * frame costs as capture_relstack_d32_d128_ir_frame).  The range and the
- * deltas are memory operands (the thread's cache): they take no register.
- * The carry flag tells the exits apart.
+ * and then the next frame pointer), so that no register is copied, and
+ * the chain from one frame pointer to the next is one load
+ * (bench/capture.sh prints the instructions a frame costs as
+ * capture_relstack_d32_d128_ir_frame).  The range, the deltas and mk are
+ * memory operands (the thread's cache): they take no register.  The carry
+ * flag tells the exits apart: bt leaves the proof in it.
  */
 
-/* One frame: fp in FP, its ra - start (in the range) in X; then the roles swap. */
+/* One frame: fp in FP, its ra - start (in the range, proven) in X; then the roles swap. */
 #define RS_ARCH_FAST_FRAME(FP, X, off, window_exit) \
 	"	add	%[wdelta], %[" X "]\n" \
 	"	mov	%[" X "], " off "(%[out])\n" \
@@ -128,12 +131,20 @@ static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
 	"	sub	%[start], %[" FP "]\n" \
 	"	cmp	%[span], %[" FP "]\n"
 
+/* The proof of the frame whose ra - start is in X: CF = its map bit; clear: to @exit (CF clear). */
+#define RS_ARCH_FAST_PROOF(X, exit) \
+	"	mov	%[" X "], %[i]\n" \
+	"	add	%[mk], %[i]\n" \
+	"	shr	$1, %[i]\n" \
+	"	bt	%[i], (%[map])\n" \
+	"	jnc	" exit "\n"
+
 __attribute__((always_inline)) static inline bool
 rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uintptr_t *acc_io,
 		    uintptr_t *r_out, const uintptr_t *start, const uintptr_t *span, const uint64_t *wdelta,
-		    uintptr_t top)
+		    const uint64_t *map, const uintptr_t *mk, uintptr_t top)
 {
-	uintptr_t a = *fp_io, acc = *acc_io, b, lo;
+	uintptr_t a = *fp_io, acc = *acc_io, b, lo, i;
 	uint64_t *out = *out_io;
 	bool window;
 
@@ -141,9 +152,10 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 		"	mov	8(%[a]), %[b]\n"
 		"	sub	%[start], %[b]\n"
 		"	cmp	%[span], %[b]\n"
-		"	jb	1f\n"
-		"	jmp	9f\n"			/* CF clear: the range */
-		/* a return address left the range: CF clear (out + 8k does not carry) */
+		"	jae	9f\n"			/* CF clear: the range */
+		RS_ARCH_FAST_PROOF("b", "9f")
+		"	jmp	1f\n"
+		/* a return address left the range or is not proven: CF clear (out + 8k does not carry) */
 		"21:	xchg	%[a], %[b]\n"
 		"	add	$8, %[out]\n"
 		"	jmp	9f\n"
@@ -151,6 +163,8 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 		"	jmp	9f\n"
 		"23:	xchg	%[a], %[b]\n"
 		"	add	$24, %[out]\n"
+		"	jmp	9f\n"
+		"24:	add	$32, %[out]\n"
 		"	jmp	9f\n"
 		/* a frame pointer left the window: CF set */
 		"31:	add	$8, %[out]\n"
@@ -167,17 +181,25 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 		"1:\n"
 		RS_ARCH_FAST_FRAME("a", "b", "0", "31b")
 		"	jae	21b\n"
+		RS_ARCH_FAST_PROOF("a", "21b")
 		RS_ARCH_FAST_FRAME("b", "a", "8", "32b")
 		"	jae	22b\n"
+		RS_ARCH_FAST_PROOF("b", "22b")
 		RS_ARCH_FAST_FRAME("a", "b", "16", "33b")
 		"	jae	23b\n"
+		RS_ARCH_FAST_PROOF("a", "23b")
 		RS_ARCH_FAST_FRAME("b", "a", "24", "34b")
-		"	lea	32(%[out]), %[out]\n"	/* lea: the flags of the cmp stay */
-		"	jb	1b\n"
+		"	jae	24b\n"
+		RS_ARCH_FAST_PROOF("b", "24b")
+		"	add	$32, %[out]\n"
+		"	jmp	1b\n"
 		"9:\n"
-		: [a] "+r"(a), [b] "=&r"(b), [lo] "=&r"(lo), [out] "+r"(out), [acc] "+r"(acc), "=@ccc"(window)
-		: [start] "m"(*start), [span] "m"(*span), [wdelta] "m"(*wdelta), [top] "r"(top)
+		: [a] "+r"(a), [b] "=&r"(b), [lo] "=&r"(lo), [out] "+r"(out), [acc] "+r"(acc), [i] "=&r"(i),
+		  "=@ccc"(window)
+		: [start] "m"(*start), [span] "m"(*span), [wdelta] "m"(*wdelta), [mk] "m"(*mk), [map] "r"(map),
+		  [top] "r"(top)
 		: "memory");
+	(void)i;
 	*fp_io = a;
 	*lo_out = lo;
 	*out_io = out;
