@@ -20,11 +20,11 @@
 
 /*
  * A return address b in the object holding @addr such that every return
- * address in [b, b + 32) is proven by the object's record map (cfi.h: the
- * row of the call a frame-record row), so that the walks follow each by
- * its frame record; 0 if the object has no such run.
+ * address in [b, b + @len) is proven by the object's record map (cfi.h:
+ * the row of the call a frame-record row), so that the walks follow each
+ * by its frame record; 0 if the object has no such run.
  */
-static inline uintptr_t record_ra_run(uintptr_t addr)
+static inline uintptr_t record_ra_run(uintptr_t addr, unsigned len)
 {
 	struct rs_lookup l;
 	const uint64_t *map;
@@ -33,13 +33,13 @@ static inline uintptr_t record_ra_run(uintptr_t addr)
 
 	if (!rs_objtab_lookup(addr, &l) || !l.cfi || !(map = rs_cfi_table_record_map(l.cfi, &origin, &bits)))
 		return 0;
-	for (uint64_t g = 0; g + 32 / RS_CFI_MAP_GRAIN <= bits; g++) {
+	for (uint64_t g = 0, n = (len + RS_CFI_MAP_GRAIN - 1) / RS_CFI_MAP_GRAIN; g + n <= bits; g++) {
 		uintptr_t b = origin + g * RS_CFI_MAP_GRAIN + 1;
 		bool all = true;
 
-		for (uint64_t k = g; k < g + 32 / RS_CFI_MAP_GRAIN; k++)
+		for (uint64_t k = g; k < g + n; k++)
 			all &= map[k / 64] >> (k % 64) & 1;
-		if (all && b >= l.start && b + 32 <= l.end)
+		if (all && b >= l.start && b + len <= l.end)
 			return b;
 	}
 	return 0;

@@ -126,7 +126,7 @@ static bool prog_fp;
 /* Does the object holding @a prove frame records where crafted stacks put return addresses? */
 static bool keeps_fp(uintptr_t a)
 {
-	return record_ra_run(a) != 0;
+	return record_ra_run(a, 32) != 0;
 }
 
 static int find_objects(void)
@@ -137,9 +137,9 @@ static int find_objects(void)
 		return -1;
 	prog_fp = keeps_fp((uintptr_t)&text_in_test);
 	if (prog_fp)
-		fpo[nfp++] = (struct object){ record_ra_run((uintptr_t)&text_in_test) };
+		fpo[nfp++] = (struct object){ record_ra_run((uintptr_t)&text_in_test, 32) };
 	if (keeps_fp((uintptr_t)&rs_unwind_fp_inner))
-		fpo[nfp++] = (struct object){ record_ra_run((uintptr_t)&rs_unwind_fp_inner) };
+		fpo[nfp++] = (struct object){ record_ra_run((uintptr_t)&rs_unwind_fp_inner, 32) };
 	/* a return address the walk cannot follow: a C runtime row given by an expression (its PLT) */
 	nofp_ra = cfi_ra_of_kind(crt_cfi(), ROW_UNSUPPORTED);
 	/*
