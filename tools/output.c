@@ -105,7 +105,7 @@ static void text_object(uint32_t s, const struct relstack_object *o)
 		printf("%" PRIu64, o->unload_epoch);
 	printf("%s%s%s\n", o->flags & RELSTACK_OBJECT_MAIN ? ", main" : "",
 	       o->flags & RELSTACK_OBJECT_VDSO ? ", vdso" : "",
-	       o->flags & RELSTACK_OBJECT_NO_FP ? ", no frame pointers" : "");
+	       o->flags & RELSTACK_OBJECT_NO_FP ? ", no frame records" : "");
 }
 
 /* The JSON object of one object table slot (relstack(1), JSON OUTPUT). */
