@@ -971,7 +971,7 @@ cross:
 cfi:
 			for (;;) {
 				struct rs_cfi_row row;
-				uintptr_t cfa, slot;
+				uintptr_t cfa, slot, floor;
 				int err;
 
 				skipped = false;
@@ -1010,6 +1010,13 @@ cfi:
 					break; /* best effort: on with the frame pointer */
 				}
 				pending = 0; /* an interrupted pc's frame: proven by its row */
+				/*
+				 * Where a saved register may be read from: at or above the
+				 * stack pointer, and for an interrupted instruction in its
+				 * red zone too (an epilogue that popped it already; nothing
+				 * writes there, signal delivery included), inside the stack.
+				 */
+				floor = !exact ? sp : sp - r->lo >= RS_ARCH_RED_ZONE ? sp - RS_ARCH_RED_ZONE : r->lo;
 				exact = false;
 				if (row.ra_rule == RS_CFI_UNDEFINED) {
 					end = true;
@@ -1079,7 +1086,7 @@ cfi:
 					cfp_is_next = false;
 				} else if (row.fp_rule == RS_CFI_OFFSET) {
 					slot = cfa + (uintptr_t)row.fp_off;
-					if (slot < sp || slot > hi - RS_W) {
+					if (slot < floor || slot > hi - RS_W) {
 						reasons |= RELSTACK_UNRELIABLE_OUTSIDE_STACK;
 						goto walk_end;
 					}

@@ -73,6 +73,9 @@
 #define RS_ARCH_SFRAME_ABI 2
 
 /* Registers of CFI (DWARF register numbers, AADWARF64). */
+/* Bytes below the stack pointer a function may use without moving it (its red zone): none on Linux arm64. */
+#define RS_ARCH_RED_ZONE 0u
+
 #define RS_ARCH_DWARF_FP 29 /* x29 */
 #define RS_ARCH_DWARF_SP 31 /* sp */
 #define RS_ARCH_DWARF_RA 30 /* x30, the return address column */

@@ -68,6 +68,9 @@
 #define RS_ARCH_SFRAME_ABI 0
 
 /* Registers of CFI (DWARF register numbers of the i386 psABI). */
+/* Bytes below the stack pointer a function may use without moving it (its red zone): none on i386. */
+#define RS_ARCH_RED_ZONE 0u
+
 #define RS_ARCH_DWARF_FP 5 /* %ebp */
 #define RS_ARCH_DWARF_SP 4 /* %esp */
 #define RS_ARCH_DWARF_RA 8 /* %eip, the return address column */

@@ -47,6 +47,9 @@
 /* The SFrame ABI/arch identifier of this CPU's .sframe sections (x86-64 little-endian). */
 #define RS_ARCH_SFRAME_ABI 3
 
+/* Bytes below the stack pointer a function may use without moving it (its red zone): the System V ABI: 128 bytes below %rsp that signal delivery leaves alone. */
+#define RS_ARCH_RED_ZONE 128u
+
 /* Registers of CFI (DWARF register numbers). */
 #define RS_ARCH_DWARF_FP 6  /* %rbp */
 #define RS_ARCH_DWARF_SP 7  /* %rsp */
