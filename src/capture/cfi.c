@@ -679,7 +679,21 @@ static bool built_record(const struct rs_cfi_builder *b, uint32_t i)
 {
 	struct rs_cfi_row row;
 
-	return unpack(&b->row[i], &row) == 0 && rs_cfi_row_is_record(&row);
+	/* (the kind first: most rows are on the stack pointer) */
+	return (b->row[i].w[0] & 7) == KIND_CFA_FP && unpack(&b->row[i], &row) == 0 && rs_cfi_row_is_record(&row);
+}
+
+/* Set bits [lo, hi) of @map, a word at a time where it can. */
+static void map_set(uint64_t *map, uint64_t lo, uint64_t hi)
+{
+	while (lo < hi && lo % 64) {
+		map[lo / 64] |= 1ull << (lo % 64);
+		lo++;
+	}
+	for (; lo + 64 <= hi; lo += 64)
+		map[lo / 64] = ~0ull;
+	for (; lo < hi; lo++)
+		map[lo / 64] |= 1ull << (lo % 64);
 }
 
 /*
@@ -732,8 +746,7 @@ static void map_write(struct rs_cfi_table *t, uint64_t off, const struct rs_cfi_
 		/* the grains wholly inside [ip[i], ip[i + 1]) */
 		lo = (b->ip[i] - base + RS_CFI_MAP_GRAIN - 1) >> RS_CFI_MAP_SHIFT;
 		hi = (b->ip[i + 1] - base) >> RS_CFI_MAP_SHIFT;
-		for (uint64_t g = lo; g < hi && g < bits; g++)
-			map[g / 64] |= 1ull << (g % 64);
+		map_set(map, lo, hi < bits ? hi : bits);
 	}
 	atomic_store_explicit(&t->map_base, base, memory_order_relaxed);
 	atomic_store_explicit(&t->map_off, off, memory_order_relaxed);
@@ -754,16 +767,18 @@ const uint64_t *rs_cfi_table_record_map(const struct rs_cfi_table *t, uintptr_t 
 	return (const uint64_t *)(const void *)((const unsigned char *)t + off);
 }
 
-bool rs_cfi_table_no_records(const struct rs_cfi_table *t)
+int rs_cfi_table_records(const struct rs_cfi_table *t)
 {
 	uintptr_t origin;
 	uint64_t bits;
-	const uint64_t *map = t ? rs_cfi_table_record_map(t, &origin, &bits) : NULL;
+	const uint64_t *map = rs_cfi_table_record_map(t, &origin, &bits);
 
-	for (uint64_t i = 0; map && i < (bits + 63) / 64; i++)
+	if (!map)
+		return atomic_load_explicit(&t->map_off, memory_order_relaxed) ? 0 : -1;
+	for (uint64_t i = 0; i < (bits + 63) / 64; i++)
 		if (map[i])
-			return false;
-	return true;
+			return 1;
+	return 0;
 }
 
 /* Round @n up to a whole word. */
@@ -881,7 +896,7 @@ struct rs_cfi_table *rs_cfi_table_build(const struct dl_phdr_info *info, const c
 	return rs_cfi_table_debug(path, build_id, build_id_len, info->dlpi_addr, span);
 }
 
-struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias)
+struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias, bool record_map)
 {
 	const unsigned char *table;
 	struct rs_cfi_table *t;
@@ -898,7 +913,8 @@ struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t
 	 * The rows are built once, for the record map only (the fast walk's
 	 * proof of frame records, cfi.h), and dropped: lookups run the FDE.
 	 */
-	build_listed(&b, hdr, lo, hi, table, count);
+	if (record_map)
+		build_listed(&b, hdr, lo, hi, table, count);
 	bits = b.nomem ? 0 : map_extent(&b, &map_base);
 	t = region_get(word_up(table_bytes(0, 0)) + map_bytes(bits));
 	if (!t) {
@@ -907,7 +923,12 @@ struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t
 		errno = ENOMEM;
 		return NULL;
 	}
-	map_write(t, word_up(table_bytes(0, 0)), &b, map_base, bits);
+	if (record_map) {
+		map_write(t, word_up(table_bytes(0, 0)), &b, map_base, bits);
+	} else {
+		atomic_store_explicit(&t->map_bits, 0, memory_order_relaxed);
+		atomic_store_explicit(&t->map_off, 0, memory_order_relaxed);
+	}
 	free(b.ip);
 	free(b.row);
 	memset(&t->stats, 0, sizeof(t->stats));

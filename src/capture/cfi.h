@@ -150,11 +150,11 @@ static inline bool rs_cfi_row_is_record(const struct rs_cfi_row *row)
 RS_HIDDEN const uint64_t *rs_cfi_table_record_map(const struct rs_cfi_table *t, uintptr_t *origin, uint64_t *bits);
 
 /*
- * Does @t (may be NULL) prove no frame record anywhere: no table, or a
- * record map without a bit set?  What RELSTACK_OBJECT_NO_FP says of an
- * object.  Scan time.
+ * What @t's record map says of frame-record rows: 1 some, 0 none (what
+ * RELSTACK_OBJECT_NO_FP says of an object), -1 it has no map (an in-place
+ * table made without one).  Scan time.
  */
-RS_HIDDEN bool rs_cfi_table_no_records(const struct rs_cfi_table *t);
+RS_HIDDEN int rs_cfi_table_records(const struct rs_cfi_table *t);
 
 #define RS_CFI_BLOCK_SHIFT 8
 #define RS_CFI_BLOCK (1u << RS_CFI_BLOCK_SHIFT)
@@ -192,12 +192,15 @@ RS_HIDDEN struct rs_cfi_table *rs_cfi_table_compile(uintptr_t hdr, uintptr_t lo,
  * A table that reads the .eh_frame an .eh_frame_hdr at @hdr indexes in
  * place, at each lookup, every read inside [lo, hi): for an object that is
  * never unloaded, whose CFI stays mapped as long as the process lives.  It
- * costs nothing to build (the program, the C library and everything else
- * loaded before main() start with one) and a lookup runs the FDE's
- * instructions up to the pc; rows come out as the compiled ones would.
- * NULL with errno set: ENOENT for a header the walk cannot use, ENOMEM.
+ * keeps no rows (the program, the C library and everything else loaded
+ * before main() start with one) and a lookup runs the FDE's instructions
+ * up to the pc; rows come out as the compiled ones would.  With
+ * @record_map, the rows are built once for its record map and dropped
+ * (a pass over all of the object's CFI); without, it has none.  NULL with
+ * errno set: ENOENT for a header the walk cannot use, ENOMEM.
  */
-RS_HIDDEN struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias);
+RS_HIDDEN struct rs_cfi_table *rs_cfi_table_inplace(uintptr_t hdr, uintptr_t lo, uintptr_t hi, uintptr_t bias,
+						    bool record_map);
 
 /*
  * The table of a loaded object: its .eh_frame (through PT_GNU_EH_FRAME),

@@ -2,7 +2,8 @@
 /*
  * What an object's call-frame information tells the object table when it
  * first sees the object (never on the capture path): its signal-return
- * trampoline.
+ * trampoline, whether it can have frame-record rows, and whether a record
+ * map is worth its cost.
  */
 #ifndef RELSTACK_FPCHECK_H
 #define RELSTACK_FPCHECK_H
@@ -13,9 +14,16 @@
 
 #include "relstack-local.h"
 
-/* What the check learned of one object. */
+/* What the check learned of one object (fpcheck.c). */
 struct rs_fp_facts {
 	uintptr_t restorer; /* its signal-return trampoline (checked code bytes), or 0 */
+	/*
+	 * false only when no FDE defines its CFA on the frame pointer: the
+	 * object has no frame-record row (RELSTACK_OBJECT_NO_FP).  A fact.
+	 */
+	bool records;
+	/* a record map is worth building at load time: a cost decision, proving nothing */
+	bool map_worth;
 };
 
 /*

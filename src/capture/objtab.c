@@ -124,6 +124,7 @@ struct found {
 	uintptr_t bias;
 	uintptr_t start, end;   /* executable span in this process */
 	uintptr_t restorer;     /* its signal-return trampoline (fpcheck.c), or 0 */
+	bool records, map_worth; /* fpcheck.h */
 	uintptr_t eh_hdr, eh_lo, eh_hi; /* its .eh_frame_hdr and the segment holding it, or 0 */
 	struct relstack_object obj;
 	struct identity id;
@@ -145,6 +146,8 @@ static struct {
 	uintptr_t bias[RS_OBJTAB_SLOTS];
 	uintptr_t start[RS_OBJTAB_SLOTS], end[RS_OBJTAB_SLOTS];
 	uintptr_t restorer[RS_OBJTAB_SLOTS]; /* per slot, in the index only: an address */
+	bool records[RS_OBJTAB_SLOTS];       /* its .eh_frame may hold frame-record rows (fpcheck.h) */
+	bool map_worth[RS_OBJTAB_SLOTS];     /* a record map is worth building with an in-place table */
 	struct rs_cfi_table *cfi[RS_OBJTAB_SLOTS]; /* per slot, in the index only */
 	bool cfi_due[RS_OBJTAB_SLOTS];             /* loaded by this scan: its table is to be made */
 	uintptr_t eh_hdr[RS_OBJTAB_SLOTS], eh_lo[RS_OBJTAB_SLOTS], eh_hi[RS_OBJTAB_SLOTS];
@@ -399,6 +402,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	rs_fp_check(info, f->start, f->end, &facts);
 	f->restorer = facts.restorer;
+	f->records = facts.records;
+	f->map_worth = facts.map_worth;
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -676,14 +681,19 @@ static void find_permanent(void);
 
 /*
  * Slot @s has its table (or none): RELSTACK_OBJECT_NO_FP when it proves no
- * frame record anywhere (cfi.h), the one thing the flag says.
+ * frame-record row anywhere, the one thing the flag says: by its record
+ * map where it has one, else by what fpcheck.c read of its .eh_frame.
  */
 static void table_made(unsigned s)
 {
-	if (rs_cfi_table_no_records(T.cfi[s]))
-		T.slot[s].flags |= RELSTACK_OBJECT_NO_FP;
-	else
+	int records = T.cfi[s] ? rs_cfi_table_records(T.cfi[s]) : 0;
+
+	if (records < 0)
+		records = T.records[s];
+	if (records)
 		T.slot[s].flags &= ~RELSTACK_OBJECT_NO_FP;
+	else
+		T.slot[s].flags |= RELSTACK_OBJECT_NO_FP;
 }
 
 /* compile_one()'s: a table for each slot still due whose object the loader lists. */
@@ -719,7 +729,7 @@ static void make_tables(void)
 		if (!T.cfi_due[s])
 			continue;
 		if (T.permanent[s] && T.eh_hdr[s] &&
-		    (T.cfi[s] = rs_cfi_table_inplace(T.eh_hdr[s], T.eh_lo[s], T.eh_hi[s], T.bias[s]))) {
+		    (T.cfi[s] = rs_cfi_table_inplace(T.eh_hdr[s], T.eh_lo[s], T.eh_hi[s], T.bias[s], T.map_worth[s]))) {
 			table_made(s);
 			T.cfi_due[s] = false;
 		} else {
@@ -805,6 +815,8 @@ static int scan_locked(bool force)
 		T.start[s] = f->start;
 		T.end[s] = f->end;
 		T.restorer[s] = f->restorer;
+		T.records[s] = f->records;
+		T.map_worth[s] = f->map_worth;
 		retire_cfi((unsigned)s);
 		T.cfi_due[s] = true;
 		T.eh_hdr[s] = f->eh_hdr;

@@ -224,7 +224,7 @@ static void learn(struct rs_live_object *o, const struct image *im, const char *
 	o->cfi = rs_cfi_table_build(&info, debug_path, o->obj.build_id, o->obj.build_id_len);
 	if (o->cfi)
 		rs_cfi_table_rebase(o->cfi, o->bias);
-	if (rs_cfi_table_no_records(o->cfi))
+	if (o->cfi ? rs_cfi_table_records(o->cfi) == 0 : !facts.records)
 		o->obj.flags |= RELSTACK_OBJECT_NO_FP;
 }
 
