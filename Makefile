@@ -5,6 +5,9 @@ ASAN    ?= build-asan
 TSAN    ?= build-tsan
 FUZZB   ?= build-fuzz
 FUZZ_SECONDS ?= 60
+# `make fuzz` also runs the generated-program test (tests/gen/run.py) this
+# long on the plain build; 0 leaves it out.  RELSTACK_GEN_SEED sets its base seed.
+GEN_SECONDS ?= 900
 
 .PHONY: all deps demo check check-cross test check-asan check-tsan bench fuzz install clean
 
@@ -57,7 +60,7 @@ check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		$(TIMED) "ThreadSanitizer concurrency suite" $(MESON) test -C $(TSAN) --print-errorlogs --suite concurrency
 	$(TIMED) "fuzzing build" ninja -C $(FUZZB)
-	$(TIMED) "fuzzing" $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
+	$(TIMED) "fuzzing" $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15 GEN_SECONDS=0
 	$(MAKE) --no-print-directory check-cross
 
 # The other architectures (scripts/cross-check.sh): build, tests, and files
@@ -74,9 +77,13 @@ check-cross: all
 bench: all
 	./scripts/bench.sh $(BUILD)
 
-fuzz: $(FUZZB)/build.ninja
+fuzz: $(FUZZB)/build.ninja $(BUILD)/build.ninja
 	ninja -C $(FUZZB)
 	./scripts/fuzz.sh $(FUZZB) $(FUZZ_SECONDS)
+	@if [ "$(GEN_SECONDS)" != 0 ]; then \
+		ninja -C $(BUILD) && \
+		python3 tests/gen/run.py --build $(BUILD) --seconds $(GEN_SECONDS); \
+	fi
 
 install: all
 	$(MESON) install -C $(BUILD)
