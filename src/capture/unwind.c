@@ -200,8 +200,8 @@ static inline const struct rs_cfi_table *interrupted_cfi(const struct rs_objtab_
 }
 
 /*
- * The fast range: the object the last proven frame record's return
- * address was found in, held in registers, for the common case of a frame
+ * The fast range: the last object with a record map that a proven frame
+ * record's return address was found in, held in registers, for the common case of a frame
  * in an object whose CFI proves frame records and that holds no signal
  * trampoline.  A return address in [start, start + span) is proven when
  * its bit in the object's record map is set (map_proven()); it then
@@ -310,19 +310,16 @@ static bool frame_matches_cfi(const struct rs_objtab_view *v, uintptr_t pc, bool
 }
 
 /*
- * Is the row of the call before the return address @ra, in @co, one of a
- * function that keeps its frame record at its frame pointer there
- * (rs_cfi_row_is_record())?  Then the frame pointer a frame record saved
- * is the caller's record: the one proof of a frame followed by its frame
- * record (docs/unwinder.md, "Every frame's proof").
+ * The row of the call before the return address @ra, in @co, in *row;
+ * returns as rs_cfi_row_at().  Where it is a frame-record row
+ * (rs_cfi_row_is_record()), the frame pointer a frame record saved is the
+ * caller's record: the one proof of a frame followed by its frame record
+ * (docs/unwinder.md, "Every frame's proof").
  */
-static inline bool ra_keeps_record(const struct rs_objtab_view *v, const struct rs_cfi_table *co, uintptr_t ra,
-				   bool snap)
+static inline int ra_row(const struct rs_objtab_view *v, const struct rs_cfi_table *co, uintptr_t ra, bool snap,
+			 struct rs_cfi_row *row)
 {
-	struct rs_cfi_row row;
-	int err = snap ? rs_cfi_row_at(co, ra - 1, &row) : row_at(v, co, ra - 1, &row);
-
-	return !err && rs_cfi_row_is_record(&row);
+	return snap ? rs_cfi_row_at(co, ra - 1, row) : row_at(v, co, ra - 1, row);
 }
 
 /*
@@ -590,8 +587,14 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	uintptr_t origin, start, end;
 	uint64_t delta;
 
-	f->span = 0;
-	/* an object with a signal trampoline: every frame takes the slow path, which knows it */
+	if (f->span && f->start - v->start < v->end - v->start)
+		return; /* already this object's (the same range, made from the same index) */
+	/*
+	 * An object that cannot be one leaves the fast range as it is: its
+	 * frames are proven by the map of the object they are in, whichever.
+	 * One with a signal trampoline: every frame takes the slow path, which
+	 * knows it.
+	 */
 	if ((rs_objtab_view_flags(v) & (RELSTACK_OBJECT_NO_FP | RS_OBJECT_CHANGING)) || v->restorer || !co)
 		return;
 	if (v->bias > v->start || max_off > (slot ? RS_NATIVE_OFFSET_MASK : RS_NATIVE_MAIN_MASK))
@@ -759,6 +762,9 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uintptr_t uc; /* a signal frame's saved context (rs_arch_sigframe_context()) */
 	int kind = 0; /* the kind of that signal frame (rs_arch_restorer_kind()) */
 	bool skipped; /* the CFI walk's pc was skipped, not written */
+	/* the row of the CFI walk's first pc, if the frame-record walk looked it up already (ra_err <= 0) */
+	struct rs_cfi_row ra_rule_row;
+	int ra_err = 1;
 
 	t.on = false;
 	/* the fast path writes every frame: skipping takes the slow one */
@@ -915,8 +921,10 @@ cross:
 			reasons |= pending; /* its frame pointer, unproven */
 			pending = 0;
 			continue;
-		} else if ((co = view_cfi(v)) && ra_keeps_record(v, co, ra, snap)) {
+		} else if ((co = view_cfi(v)) && (ra_err = ra_row(v, co, ra, snap, &ra_rule_row)) == 0 &&
+			   rs_cfi_row_is_record(&ra_rule_row)) {
 			/* proven: the caller keeps its frame record where this one's saved frame pointer points */
+			ra_err = 1;
 			word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 			if (!skip && !check && !snap)
 				fast_range_set(&f, v, relative);
@@ -945,6 +953,7 @@ cross:
 			cfp_known = cfp_is_next = true;
 			exact = false;
 			if (!sp) {
+				ra_err = 1;
 				reasons |= RELSTACK_UNRELIABLE_NO_FP_OBJECT;
 				word = relative ? rs_objtab_view_word(v, ra) : (uint64_t)ra;
 				goto write;
@@ -986,8 +995,16 @@ cfi:
 						*out++ = word;
 					tail_word(&t, v, pc);
 				}
+				if (!exact && cfp_known && pc - f.start < f.span && map_proven(&f, pc - f.start))
+					break; /* a frame record the fast range's record map proves: on with the frame-record walk */
 				/* a return address: the row of the call; an interrupted pc: its own */
-				err = snap ? rs_cfi_row_at(co, pc - !exact, &row) : row_at(v, co, pc - !exact, &row);
+				if (ra_err <= 0) { /* pc is the return address the frame-record walk looked up */
+					err = ra_err;
+					row = ra_rule_row;
+					ra_err = 1;
+				} else {
+					err = snap ? rs_cfi_row_at(co, pc - !exact, &row) : row_at(v, co, pc - !exact, &row);
+				}
 				if (!err && !exact && cfp_known && rs_cfi_row_is_record(&row)) {
 					/* the function keeps its frame record there: on with the frame-record walk, from cfp */
 					if (!skipped && !check && !snap)
