@@ -98,9 +98,10 @@ class Func:
     def traits(self, prog):
         """What this function's code looks like, in words (reports)."""
         f = prog.file_of[self.file]
-        fp = {"omit": False, "keep": True}.get(self.fp_attr, f.fp)
-        out = [self.obj, f.name, f.olevel, "frame pointer" if fp else "no frame pointer"]
-        if self.fp_attr:
+        out = [self.obj, f.name, f.olevel, "frame pointer" if self.has_fp(prog) else "no frame pointer"]
+        if self.drap or self.force_align:
+            out[-1] += " (realigned)"
+        elif self.fp_attr:
             out[-1] += " (attribute)"
         if not f.cfi:
             out.append("no CFI")
@@ -113,9 +114,6 @@ class Func:
         if not self.actions and self.kind == "plain" and not self.tail:
             out.append("leaf")
         return ", ".join(out)
-
-    def has_cfi(self, prog):
-        return prog.file_of[self.file].cfi
 
     def has_fp(self, prog):
         f = prog.file_of[self.file]
@@ -137,9 +135,6 @@ class Tramp:
 
     def has_fp(self, prog):
         return self.variant.startswith("fp")
-
-    def has_cfi(self, prog):
-        return self.variant.endswith("_cfi")
 
 
 class CFile:
