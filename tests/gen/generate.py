@@ -189,17 +189,17 @@ class Program:
         return self.sites - 1
 
 
-def _callable_ref(prog, caller_obj, f, kind=None):
+def _callable_ref(prog, caller_obj, f):
     """How code in @caller_obj names @f: directly, or through gen_dl[] (libB from outside it)."""
     if f.obj == "libB" and caller_obj != "libB":
         if f.name not in prog.dl_names:
             prog.dl_names.append(f.name)
-        ptype = POINTER_TYPES[kind or f.kind]
+        ptype = POINTER_TYPES[f.kind]
         return "((%s)gen_dl[%d])" % (ptype, prog.dl_names.index(f.name))
     return f.name
 
 
-def _capture_args(prog, rng, allow_skip=True):
+def _capture_args(rng, allow_skip=True):
     flags = RELSTACK_CAPTURE_ABSOLUTE
     if rng.random() < 0.3:
         flags |= RELSTACK_CAPTURE_CHECK
@@ -303,7 +303,7 @@ def generate(seed):
         f.runs = 1
         prog.threads.append(f)
     if rng.random() < 0.3:
-        prog.main_capture = (prog.site(),) + _capture_args(prog, rng)
+        prog.main_capture = (prog.site(),) + _capture_args(rng)
         prog.captures += 1
 
     # -- bodies, in order: every caller of a function comes before it
@@ -335,7 +335,7 @@ def _body(prog, rng, f):
     nact = rng.randint(1, 4)
     if f.kind in ("cmp", "walk", "phdr") and rng.random() < 0.5 and prog.captures + runs <= MAX_CAPTURES:
         prog.captures += runs  # a callback that captures first: its frame right above the C library's
-        f.actions.append(("capture", prog.site()) + _capture_args(prog, rng))
+        f.actions.append(("capture", prog.site()) + _capture_args(rng))
     for _ in range(nact):
         choices = ["call", "capture"]
         weights = [35, 22]
@@ -362,9 +362,9 @@ def _body(prog, rng, f):
                 continue
             prog.captures += runs
             if what == "capture":
-                f.actions.append(("capture", prog.site()) + _capture_args(prog, rng))
+                f.actions.append(("capture", prog.site()) + _capture_args(rng))
             else:
-                flags, _, cap = _capture_args(prog, rng, allow_skip=False)
+                flags, _, cap = _capture_args(rng, allow_skip=False)
                 f.actions.append(("ctx", prog.site(), flags, cap))
         elif what in ("call", "tramp"):
             g = _pick_callee(rng, plains)

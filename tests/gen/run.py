@@ -266,6 +266,23 @@ def short_traits(prog, sym, addr):
     return out
 
 
+def chain_line(sym, rec):
+    """The callers on the stack, outermost first: (C library) > main > gf_0 > (C library) > gf_7 > ..."""
+    out = []
+    for k, v in rec["shadow"]:
+        if k == oracle.SIGNAL:
+            out.append("SIGNAL at %s" % (sym.func_name(v) or sym.name(v)))
+        elif k == oracle.INFUNC:
+            out.append(sym.func_name(v) or "?")
+        elif sym.cls(v) in (oracle.GENERATED, oracle.RUNTIME):
+            out.append(sym.func_name(v))
+        else:
+            out.append("(C library)")
+    if rec["kind"] != "x":
+        out.append(sym.func_name(rec["ra"]) or "?")
+    return " > ".join(out)
+
+
 def chain_text(prog, sym, rec):
     out = []
     for k, v in rec["shadow"]:
@@ -301,6 +318,7 @@ def failure_report(b, sym, rec, verdict, words, title):
                  rec.get("skip", 0)),
              "  problem: %s" % verdict.problem,
              "  " + generate.describe(prog).replace("\n", "\n  "),
+             "  chain: " + chain_line(sym, rec),
              "  shadow stack, bottom to top:", chain_text(prog, sym, rec),
              "  expected, top to bottom (after the capture's own frame):"]
     for k, e in enumerate(E):
