@@ -722,10 +722,13 @@ static uint64_t map_extent(const struct rs_cfi_builder *b, uint64_t *base)
 	return (b->ip[last + 1] - *base) >> RS_CFI_MAP_SHIFT;
 }
 
-/* Bytes of a map of @bits bits, in whole words. */
+/*
+ * Bytes of a map of @bits bits, in whole words, and a spare word after
+ * them: the fast walk reads a word at any byte of the map (x86-64's bt).
+ */
 static inline uint64_t map_bytes(uint64_t bits)
 {
-	return (bits + 63) / 64 * sizeof(uint64_t);
+	return ((bits + 63) / 64 + 1) * sizeof(uint64_t);
 }
 
 /*

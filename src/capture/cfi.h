@@ -137,8 +137,10 @@ static inline bool rs_cfi_row_is_record(const struct rs_cfi_row *row)
  * rs_cfi_row_is_record() accepts.  So a set bit for the grain holding a
  * return address minus one (the call) proves the row there, exactly; a
  * clear one proves nothing either way (the walk then looks the row up).
+ * A bit per byte: the fast walk tests bit ra - start of a map whose first
+ * bit is start - 1's, one instruction (rs_arch_fast_frames()).
  */
-#define RS_CFI_MAP_SHIFT 1
+#define RS_CFI_MAP_SHIFT 0
 #define RS_CFI_MAP_GRAIN (1u << RS_CFI_MAP_SHIFT)
 
 /*

@@ -59,12 +59,12 @@ struct rs_fast_cache {
 	uint64_t fast_seq;
 	uintptr_t start, span;
 	/*
-	 * The record map of the fast range's object (cfi.h): a return address
-	 * ra in the range is proven to leave its caller's frame record at the
-	 * frame pointer when bit (ra - start + fmk) >> RS_CFI_MAP_SHIFT is set.
+	 * The record map of the fast range's object (cfi.h), from the bit of
+	 * start - 1 on: a return address ra in the range is proven to leave
+	 * its caller's frame record at the frame pointer when bit ra - start
+	 * of fmap is set (bytes, least significant bit first).
 	 */
-	const uint64_t *fmap;
-	uintptr_t fmk;
+	const unsigned char *fmap;
 	/*
 	 * ra - start + wdelta[abs] is ra's word: wdelta[0] = start + delta,
 	 * where delta folds a relative word's bias, slot and flag (unwind.c,

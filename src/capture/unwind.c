@@ -213,11 +213,10 @@ static inline const struct rs_cfi_table *interrupted_cfi(const struct rs_objtab_
 struct fast_range {
 	uintptr_t start, span;
 	uint64_t delta;
-	const uint64_t *map;
-	uintptr_t mk; /* ra - start + mk: the offset of ra - 1 from the map's first grain */
+	const unsigned char *map; /* the record map from the bit of start - 1 on (rs_fast_cache's fmap) */
 };
 
-_Static_assert(RS_CFI_MAP_SHIFT == 1, "the arch loops (rs_arch_fast_frames()) shift by 1");
+_Static_assert(RS_CFI_MAP_SHIFT == 0, "the fast walk tests bit ra - start: a bit per byte");
 
 /*
  * Does the record map prove the return address @x bytes into the fast
@@ -225,9 +224,7 @@ _Static_assert(RS_CFI_MAP_SHIFT == 1, "the arch loops (rs_arch_fast_frames()) sh
  */
 static inline bool map_proven(const struct fast_range *f, uintptr_t x)
 {
-	uintptr_t g = (x + f->mk) >> RS_CFI_MAP_SHIFT;
-
-	return f->map[g / 64] >> (g % 64) & 1;
+	return f->map[x / 8] >> (x % 8) & 1;
 }
 
 /*
@@ -498,7 +495,6 @@ static inline void fast_cache_load(struct fast_range *f, struct rs_objtab_view *
 	nf.span = rs_tls.fast.span;
 	nf.delta = relative ? rs_tls.fast.wdelta[0] - nf.start : 0;
 	nf.map = rs_tls.fast.fmap;
-	nf.mk = rs_tls.fast.fmk;
 	vs = rs_tls.fast.vstart;
 	ve = rs_tls.fast.vend;
 	vb = rs_tls.fast.vbias;
@@ -547,7 +543,6 @@ static inline void fast_cache_store(const struct fast_range *f, const struct rs_
 		rs_tls.fast.start = f->start;
 		rs_tls.fast.span = f->span;
 		rs_tls.fast.fmap = f->map;
-		rs_tls.fast.fmk = f->mk;
 		rs_tls.fast.wdelta[0] = f->start + delta;
 		rs_tls.fast.wdelta[1] = f->start;
 	}
@@ -600,11 +595,16 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	if (v->bias > v->start || max_off > (slot ? RS_NATIVE_OFFSET_MASK : RS_NATIVE_MAIN_MASK))
 		return; /* some offsets would not fit a word: each frame takes the slow path */
 	map = rs_cfi_table_record_map(co, &origin, &bits);
-	if (!map || origin >= UINTPTR_MAX - 1 || bits > (UINTPTR_MAX - origin - 1) >> RS_CFI_MAP_SHIFT)
+	if (!map || origin >= UINTPTR_MAX - 1 || bits > UINTPTR_MAX - origin - 1)
 		return;
-	/* the object's text that the map covers: ra - 1 in a grain of it */
+	/*
+	 * The object's text that the map covers, ra - 1 in it, from a whole
+	 * byte of the map on: then bit ra - start of the map from that byte
+	 * is ra - 1's.
+	 */
 	start = v->start > origin + 1 ? v->start : origin + 1;
-	end = origin + 1 + (bits << RS_CFI_MAP_SHIFT);
+	start = origin + 1 + ((start - origin - 1 + 7) & ~(uintptr_t)7);
+	end = origin + 1 + bits;
 	if (end > v->end)
 		end = v->end;
 	if (start >= end)
@@ -613,8 +613,7 @@ static inline void fast_range_set(struct fast_range *f, const struct rs_objtab_v
 	f->delta = relative ? delta : 0;
 	f->start = start;
 	f->span = end - start;
-	f->map = map;
-	f->mk = start - origin - 1;
+	f->map = (const unsigned char *)map + (start - origin - 1) / 8;
 	fast_cache_store(f, v, delta, 0, 0);
 }
 
@@ -727,7 +726,7 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	uint32_t pending = w->reasons & RELSTACK_UNRELIABLE_ASYNC_START;
 	const struct rs_stack_range *r;
 	uintptr_t fp = w->fp, lo = 0, hi, top, pass_ra = 0, ra_slot = 0, lo0;
-	struct fast_range f = { 0, 0, 0, NULL, 0 };
+	struct fast_range f = { 0, 0, 0, NULL };
 	const bool resume = rs && rs->n && rs->seq == v->seq;
 	unsigned skip = resume ? 0 : w->skip; /* walk_fast() wrote words only after skipping */
 	bool end = false;
@@ -1319,7 +1318,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	 * slow path for them, to the same verdict: no reason), not written.
 	 */
 	for (; skip; skip--) {
-		const struct fast_range pf = { rs_tls.fast.start, rs_tls.fast.span, 0, rs_tls.fast.fmap, rs_tls.fast.fmk };
+		const struct fast_range pf = { rs_tls.fast.start, rs_tls.fast.span, 0, rs_tls.fast.fmap };
 
 		x = rs_arch_strip_ra(load_word(fp + RS_ARCH_FRAME_RA * RS_W));
 		if ((x - pf.start >= pf.span || !map_proven(&pf, x - pf.start)) && (x != rs_tls.fast.pass_ra || !x))
@@ -1339,7 +1338,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	if (lim < top)
 		top = lim;
 	if (rs_arch_fast_frames(&fp, &lo, &out, &acc, &x, &rs_tls.fast.start, &rs_tls.fast.span,
-				&rs_tls.fast.wdelta[abs], rs_tls.fast.fmap, &rs_tls.fast.fmk, top)) {
+				&rs_tls.fast.wdelta[abs], rs_tls.fast.fmap, top)) {
 		fp = x;
 		goto hand_over;
 	}

@@ -122,9 +122,8 @@ static inline bool rs_arch_is_sigreturn(const unsigned char *pc)
 __attribute__((always_inline)) static inline bool
 rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uintptr_t *acc_io,
 		    uintptr_t *r_out, const uintptr_t *start, const uintptr_t *span, const uint64_t *wdelta,
-		    const uint64_t *map, const uintptr_t *mk, uintptr_t top)
+		    const unsigned char *map, uintptr_t top)
 {
-	const uintptr_t k = *mk;
 	uintptr_t fp = *fp_io, acc = *acc_io, x, next, lo = *lo_out;
 	const uintptr_t s = *start, n = *span;
 	const uint64_t wd = *wdelta;
@@ -132,7 +131,7 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 
 	for (;;) {
 		x = rs_arch_strip_ra(((const uintptr_t *)fp)[RS_ARCH_FRAME_RA]) - s;
-		if (x >= n || !(map[(x + k) >> 1 >> 6] >> ((x + k) >> 1 & 63) & 1)) {
+		if (x >= n || !(map[x / 8] >> (x % 8) & 1)) {
 			/* out of the range, or not proven by the record map */
 			*fp_io = fp;
 			*lo_out = lo;

@@ -92,12 +92,12 @@ static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
 /*
  * The fast walk's inner loop (unwind.c, walk_fast()): frames whose return
  * address lies in [*start, *start + *span) and is proven by the record
- * map @map (cfi.h: bit (ra - start + *mk) >> 1 set: the row of the call is
- * a frame-record row, so the caller's frame record is the frame pointer
+ * map @map (cfi.h: bit ra - start set: the row of the call is a
+ * frame-record row, so the caller's frame record is the frame pointer
  * this record saved), each written as ra - *start + *wdelta, for as long
  * as the frame pointers stay in the window.  *fp is a frame the caller
  * checked (inside the window, its record readable).  Per frame: x = ra -
- * start is the range check, bit (x + mk) >> 1 the proof, and x + wdelta
+ * start is the range check, bit x of the map the proof, and x + wdelta
  * the word; the next frame pointer must lie in [fp + 16, top], and is
  * OR-ed into *acc for an alignment check after the loop.
  *
@@ -114,7 +114,7 @@ static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
  * and then the next frame pointer), so that no register is copied, and
  * the chain from one frame pointer to the next is one load
  * (bench/capture.sh prints the instructions a frame costs as
- * capture_relstack_d32_d128_ir_frame).  The range, the deltas and mk are
+ * capture_relstack_d32_d128_ir_frame).  The range and the deltas are
  * memory operands (the thread's cache): they take no register.  The carry
  * flag tells the exits apart: bt leaves the proof in it.
  */
@@ -136,18 +136,15 @@ static inline uintptr_t rs_arch_restorer_at(const unsigned char *pc)
 
 /* The proof of the frame whose ra - start is in X: CF = its map bit; clear: to @exit (CF clear). */
 #define RS_ARCH_FAST_PROOF(X, exit) \
-	"	mov	%[" X "], %[i]\n" \
-	"	add	%[mk], %[i]\n" \
-	"	shr	$1, %[i]\n" \
-	"	bt	%[i], (%[map])\n" \
+	"	bt	%[" X "], (%[map])\n" \
 	"	jnc	" exit "\n"
 
 __attribute__((always_inline)) static inline bool
 rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uintptr_t *acc_io,
 		    uintptr_t *r_out, const uintptr_t *start, const uintptr_t *span, const uint64_t *wdelta,
-		    const uint64_t *map, const uintptr_t *mk, uintptr_t top)
+		    const unsigned char *map, uintptr_t top)
 {
-	uintptr_t a = *fp_io, acc = *acc_io, b, lo, i;
+	uintptr_t a = *fp_io, acc = *acc_io, b, lo;
 	uint64_t *out = *out_io;
 	bool window;
 
@@ -197,12 +194,9 @@ rs_arch_fast_frames(uintptr_t *fp_io, uintptr_t *lo_out, uint64_t **out_io, uint
 		"	add	$32, %[out]\n"
 		"	jmp	1b\n"
 		"9:\n"
-		: [a] "+r"(a), [b] "=&r"(b), [lo] "=&r"(lo), [out] "+r"(out), [acc] "+r"(acc), [i] "=&r"(i),
-		  "=@ccc"(window)
-		: [start] "m"(*start), [span] "m"(*span), [wdelta] "m"(*wdelta), [mk] "m"(*mk), [map] "r"(map),
-		  [top] "r"(top)
+		: [a] "+r"(a), [b] "=&r"(b), [lo] "=&r"(lo), [out] "+r"(out), [acc] "+r"(acc), "=@ccc"(window)
+		: [start] "m"(*start), [span] "m"(*span), [wdelta] "m"(*wdelta), [map] "r"(map), [top] "r"(top)
 		: "memory");
-	(void)i;
 	*fp_io = a;
 	*lo_out = lo;
 	*out_io = out;
