@@ -41,14 +41,16 @@ timed=./scripts/timed.sh
 
 # The decoder's libraries, the same for every architecture; per
 # architecture: the Debian architecture and its multiarch directory, the
-# compiler's packages, the capture side's libraries (installed as
-# PKG:DEBARCH), the suites the ARCH build cannot run and why.
+# compiler's packages, the capture side's libraries and what the
+# decoder's programs need to run beyond the decoder's libraries (both
+# installed as PKG:DEBARCH), the suites the ARCH build cannot run and why.
 decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
 case $arch in
 i386)
 	debarch=i386 multiarch=i386-linux-gnu
 	tools="libc6-dev-i386 lib32gcc-12-dev lib32stdc++-12-dev"
 	capture_libs="libcmocka-dev libc6-dbg"
+	decode_run="" # the decoder's C++ runtime comes with lib32stdc++-12-dev
 	# the kernel recorder records the running 64-bit kernel: an i386
 	# build of it has no kernel of its own to record; the linux suite
 	# builds and boots the x86-64 test kernel, the native build's work
@@ -60,6 +62,8 @@ aarch64)
 	# libstdc++ of the cross compiler: the decoder demangles with __cxa_demangle
 	tools="gcc-aarch64-linux-gnu libstdc++-12-dev-arm64-cross qemu-user-static"
 	capture_libs="libc6-dev libcmocka-dev"
+	# the cross compiler's libstdc++ lies where qemu-aarch64 -L / does not look
+	decode_run="libstdc++6"
 	# the kernel recorder needs the host kernel's tracefs, which user-mode
 	# emulation does not translate; the scripted suites run the build's
 	# programs themselves, not through the cross file's exe_wrapper (and
@@ -126,7 +130,7 @@ install_deps() {
 	# shellcheck disable=SC2086
 	why=$(apt_install $tools $(foreign $capture_libs)) || skip "$why"
 	# shellcheck disable=SC2086
-	if why=$(apt_install $(foreign $decode_libs)); then
+	if why=$(apt_install $(foreign $decode_libs $decode_run)); then
 		decode=true
 	else
 		decode=false
