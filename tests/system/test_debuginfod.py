@@ -13,6 +13,7 @@ and the trace is still decoded, names without lines.
 Usage: test_debuginfod.py RELSTACK INCLUDE_DIR LIB_DIR
 """
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -24,6 +25,8 @@ import urllib.request
 
 RELSTACK, INC, LIB = sys.argv[1:4]
 del sys.argv[1:4]
+# The build's C compiler (tests/system/meson.build sets CC; a cross build's may be gcc -m32).
+CC = shlex.split(os.environ.get("CC", "cc"))
 
 PROGRAM = r"""
 #include <relstack/relstack.h>
@@ -70,7 +73,7 @@ class Debuginfod(unittest.TestCase):
         src, prog = os.path.join(cls.tmp, "prog.c"), os.path.join(cls.tmp, "prog")
         with open(src, "w") as f:
             f.write(PROGRAM)
-        subprocess.run(["cc", "-g", "-O1", "-fno-omit-frame-pointer", "-I", INC, src, "-o", prog,
+        subprocess.run(CC + ["-g", "-O1", "-fno-omit-frame-pointer", "-I", INC, src, "-o", prog,
                         "-L", LIB, "-lrelstack", "-Wl,-rpath," + LIB], check=True)
         cls.file = os.path.join(cls.tmp, "trace.rsb")
         subprocess.run([prog, cls.file], check=True)

@@ -17,16 +17,23 @@ Usage: test_readme.py README DEMO_SH BUILDDIR BUILDTYPE
 """
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
 import unittest
+
+from elf_program import EM_X86_64, elf_machine
 
 README, DEMO_SH, BUILD, BUILDTYPE = sys.argv[1:5]
 del sys.argv[1:5]
 
 # The README shows the build `make demo` makes.
 README_BUILDTYPE = "debugoptimized"
+# The machine whose build the README shows (x86-64: 8-byte words, x86-64's C library), as ELF names it.
+README_MACHINE = EM_X86_64
+# The build's C compiler (tests/system/meson.build sets CC; a cross build's may be gcc -m32).
+CC = shlex.split(os.environ.get("CC", "cc"))
 
 
 def sample(text):
@@ -48,6 +55,10 @@ class Readme(unittest.TestCase):
     def test_every_line_of_the_readme_sample_is_printed_by_make_demo(self):
         if BUILDTYPE != README_BUILDTYPE:
             self.skipTest(f"the README shows a {README_BUILDTYPE} build, this one is {BUILDTYPE}")
+        machine = elf_machine(os.path.join(BUILD, "demo", "relstack-demo"))
+        if machine != README_MACHINE:
+            self.skipTest(f"the README shows an x86-64 build's output, this build's programs are for ELF machine "
+                          f"{machine} (another word size, another C library)")
         root = os.path.dirname(os.path.realpath(BUILD))
         with tempfile.TemporaryDirectory(prefix="relstack-readme-") as tmp:
             p = subprocess.run(["sh", DEMO_SH, BUILD, os.path.join(tmp, "relstack-demo.rsb")],
@@ -93,7 +104,7 @@ class Readme(unittest.TestCase):
                                (main, MAIN_OF_LIBRARY)):
                 with open(path, "w") as f:
                     f.write(text)
-            cc = ["cc", "-O2", "-I", src]
+            cc = CC + ["-O2", "-I", src]
             link = ["-L", lib, "-lrelstack", f"-Wl,-rpath,{lib}"]
             # the whole program built as the README says, or not at all
             subprocess.run(cc + flags + [app, "-o", os.path.join(tmp, "with")] + link, check=True)
