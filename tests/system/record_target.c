@@ -82,8 +82,8 @@ int main(int argc, char **argv)
 		return hello ? hello() : 1;
 	} else if (!strcmp(mode, "varargs")) {
 		char buf[256];
-		int n = snprintf(buf, sizeof(buf), "%d %ld %d %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %d %s",
-				 -1, 1L << 40, 3, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9, "end");
+		int n = snprintf(buf, sizeof(buf), "%d %lld %d %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f %d %s",
+				 -1, 1LL << 40, 3, 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9, "end");
 
 		printf("%d %s %.3f\n", n, buf, strtod("2.625", NULL));
 	} else if (!strcmp(mode, "fork-crash")) {

@@ -23,6 +23,8 @@ import sys
 import tempfile
 import unittest
 
+from elf_program import elf_machine
+
 RELSTACK, DEMO, PLUGIN, PROTO, ARTIFACTS, SANITIZE = sys.argv[1:7]
 del sys.argv[1:7]
 
@@ -132,6 +134,9 @@ class Formats(unittest.TestCase):
             self.skipTest("protoc (Debian protobuf-compiler) is not installed")
         if SANITIZE != "none":
             self.skipTest("relstack record preloads the agent, which a sanitizer build's runtime refuses")
+        if elf_machine("/bin/sh") != elf_machine(DEMO):
+            self.skipTest("/bin/sh is a program for another machine than this build's (an i386 build on x86-64): "
+                          "the build's agent cannot be preloaded into it")
         out = os.path.join(self.tmp, "sampled")
         p = subprocess.run([RELSTACK, "record", "-o", out, "--sample", "999", "--", "/bin/sh", "-c",
                             "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"],

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import unittest
 
+from elf_program import elf_machine
+
 RELSTACK, TARGET, GDB = sys.argv[1:4]
 PERF = sys.argv[4] if len(sys.argv) > 4 else ""
 del sys.argv[1:5 if PERF else 4]
@@ -28,6 +30,11 @@ del sys.argv[1:5 if PERF else 4]
 RELSTACK, TARGET = os.path.abspath(RELSTACK), os.path.abspath(TARGET)
 
 PYTHON = "/usr/bin/python3"
+# The machine of the build's programs, and of its agent: Debian's programs
+# are recorded where they are the same machine's (an i386 build's agent
+# cannot be preloaded into the x86-64 programs of the machine it runs on).
+BUILD_MACHINE = elf_machine(TARGET)
+
 # A few allocations above the filter's size among python's many small ones.
 BIG_MALLOCS = "x = [bytearray(2000000 + i) for i in range(7)]"
 CPU_LOOP = "sum(i * i for i in range(%d))"
@@ -57,6 +64,13 @@ class RecordTest(unittest.TestCase):
     def record(self, *args, options=(), **kw):
         return subprocess.run([RELSTACK, "record", "-o", self.out, *options, "--", *args],
                               capture_output=True, text=True, cwd=self.tmp, timeout=120, **kw)
+
+    def need_same_machine(self, program):
+        """Skip, saying why, unless the agent of this build can be preloaded into Debian's @program."""
+        machine = elf_machine(program)
+        if machine != BUILD_MACHINE:
+            self.skipTest(f"{program} is a program for ELF machine {machine}, this build's agent is for "
+                          f"{BUILD_MACHINE}: it cannot be preloaded there")
 
     def files(self, prefix):
         return sorted(os.path.join(self.out, f) for f in os.listdir(self.out) if f.startswith(prefix + "."))
@@ -107,6 +121,7 @@ class RecordTest(unittest.TestCase):
         self.assertIn("parse_config", names(crash))
 
     def test_python_faulthandler_still_prints_its_traceback_under_the_agent(self):
+        self.need_same_machine(PYTHON)
         r = self.record(PYTHON, "-X", "faulthandler", "-c", "import ctypes; ctypes.string_at(0)")
         self.assertEqual(r.returncode, -signal.SIGSEGV, r.stderr)
         self.assertIn("Fatal Python error: Segmentation fault", r.stderr)
@@ -128,6 +143,7 @@ class RecordTest(unittest.TestCase):
         self.assertNotIn(parent, crashed)
 
     def test_exec_chains_are_followed_and_the_exit_status_passes_through(self):
+        self.need_same_machine("/bin/sh")
         r = self.record("/bin/sh", "-c", "/bin/true; /usr/bin/env /bin/ls / >/dev/null; exit 3")
         self.assertEqual(r.returncode, 3, r.stderr)
         for prog in ("sh", "true", "env", "ls"):
@@ -136,6 +152,7 @@ class RecordTest(unittest.TestCase):
         self.assertTrue(os.path.exists("%s/ls.%s.relstack" % (self.out, env_pid)), "exec keeps the pid")
 
     def test_the_command_names_the_program_the_process_ended_as_and_counts_only_this_runs_files(self):
+        self.need_same_machine("/bin/sh")
         os.makedirs(self.out)
         open(os.path.join(self.out, "old.1.relstack"), "w").close()
         r = self.record("/bin/sh", "-c", "exec /usr/bin/env /bin/true")
@@ -146,6 +163,7 @@ class RecordTest(unittest.TestCase):
         self.assertIn("and 2 more files", r.stderr)  # sh's and env's, not old.1
 
     def test_death_by_sigterm_is_recorded_and_passed_through(self):
+        self.need_same_machine("/bin/sleep")
         p = subprocess.Popen([RELSTACK, "record", "-o", self.out, "--", "/bin/sleep", "30"],
                              stderr=subprocess.PIPE, text=True)
         for _ in range(300):
@@ -181,6 +199,7 @@ class RecordTest(unittest.TestCase):
         return counts[0]["fields"]
 
     def test_malloc_calls_matching_a_filter_equal_gdbs_count_and_each_has_its_stack(self):
+        self.need_same_machine(PYTHON)
         args = [PYTHON, "-c", BIG_MALLOCS]
         r = self.record(*args, options=["--call", "malloc if arg0 > 100000"])
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -195,6 +214,7 @@ class RecordTest(unittest.TestCase):
                             for c in calls), [names(c) for c in calls])
 
     def test_write_calls_to_stderr_equal_gdbs_count_and_the_output_is_intact(self):
+        self.need_same_machine(PYTHON)
         args = [PYTHON, "-c", "import os\nfor i in range(5): os.write(2, b'line %d\\n' % i)\nprint('out')"]
         r = self.record(*args, options=["--call", "write if arg0 == 2 && arg2 > 0"])
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -216,6 +236,7 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(names(records(path, "call")[0])[0], "main")
 
     def test_unmatched_calls_of_every_thread_are_counted_and_equal_gdbs_count(self):
+        self.need_same_machine(PYTHON)
         script = ("import os, threading\n"
                   "fd = os.open('/dev/null', os.O_WRONLY)\n"
                   "def w():\n"
@@ -239,6 +260,7 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(r.stdout, "plugin loaded\n")
 
     def test_calls_with_no_filter_are_all_recorded(self):
+        self.need_same_machine("/bin/sleep")
         r = self.record("/bin/sleep", "0.01", options=["--call", "clock_nanosleep"])
         self.assertEqual(r.returncode, 0, r.stderr)
         counts = self.call_counts(self.only_file("sleep"), "clock_nanosleep")
@@ -246,6 +268,7 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(counts["matched"], len(records(self.only_file("sleep"), "call")))
 
     def test_the_samplers_hottest_function_is_perfs_and_report_top_ranks_its_stacks(self):
+        self.need_same_machine(PYTHON)
         if not PERF:
             self.skipTest("perf not found (Debian package linux-perf)")
         args = [PYTHON, "-c", CPU_LOOP % 20000000]
@@ -283,6 +306,7 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(ours, theirs[0], (leaf, rep[:500]))
 
     def test_every_thread_records_its_stack_on_the_signal_and_samples_its_cpu_time(self):
+        self.need_same_machine(PYTHON)
         script = ("import threading, time, os, signal\n"
                   "go = threading.Event()\n"
                   "def spin():\n"
@@ -303,6 +327,7 @@ class RecordTest(unittest.TestCase):
         self.assertGreaterEqual(len(sampled - {dumps[0]["tid"]}), 3)
 
     def test_sort_which_catches_sigprof_itself_sorts_the_same_under_the_sampler(self):
+        self.need_same_machine("/usr/bin/sort")
         data = os.path.join(self.tmp, "lines")
         with open(data, "w") as f:
             f.writelines("%d\n" % ((i * 7919) % 100003) for i in range(400000))
@@ -314,6 +339,7 @@ class RecordTest(unittest.TestCase):
         self.assertTrue(records(self.only_file("sort"), "sample"))
 
     def test_a_programs_own_handler_of_the_dump_signal_still_runs(self):
+        self.need_same_machine(PYTHON)
         script = ("import os, signal, time\n"
                   "got = []\n"
                   "signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))\n"
@@ -326,6 +352,7 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(len(records(self.only_file("python3"), "dump")), 1)
 
     def test_the_agent_records_without_the_command_from_its_environment(self):
+        self.need_same_machine("/usr/bin/env")
         agent = os.path.join(os.path.dirname(RELSTACK), "..", "src", "librelstack-agent.so")
         env = dict(os.environ, LD_PRELOAD=agent, RELSTACK_OUTPUT=self.out, RELSTACK_CALL="getenv")
         r = subprocess.run(["/usr/bin/env", "-u", "X"], env=env, capture_output=True, text=True)
