@@ -3,6 +3,7 @@
 its word size, to tell a cross build's programs (an i386 build's, run on
 x86-64) from the machine's own."""
 
+EM_386 = 3
 EM_X86_64 = 62
 
 

@@ -4,8 +4,9 @@
 
 A reliable trace is a promise: every frame the thread will return
 through, each once, to the outermost.  Each test builds a small program
-(verdict-defects/) with gcc at test time, linked with the build's
-librelstack, captures where the stack has a known shape, and holds every
+(verdict-defects/) with the build's C compiler (CC) at test time, for the
+build's machine (x86-64 or i386; assembly in verdict-defects/arch/), linked
+with the build's librelstack, captures where the stack has a known shape, and holds every
 trace to the promise: reliable only if its frames are exactly the known
 functions, innermost first, to _start (or clone3), and END; otherwise
 unreliable.  Frames are named by gdb from the files (`info symbol` of
@@ -40,8 +41,8 @@ Usage: test_verdict_defects.py RELSTACK GDB INCLUDE_DIR LIB_DIR SOURCE_DIR
 """
 import json
 import os
-import platform
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -49,15 +50,32 @@ import tempfile
 import time
 import unittest
 
+from elf_program import EM_386, EM_X86_64, elf_machine
+
 RELSTACK, GDB, INCLUDE, LIBDIR, SOURCES = sys.argv[1:6]
 del sys.argv[1:6]
+# The build's C compiler (tests/system/meson.build sets CC: gcc -m32 for an i386 build).
+CC = shlex.split(os.environ.get("CC", "gcc"))
+# The build's machine, and how its code shows the shapes (objdump's AT&T syntax): a function
+# that keeps no frame pointer never names the frame-pointer register, one that keeps it pushes
+# it, and the comparator realigns the stack pointer to 64 bytes.
+MACHINE = elf_machine(os.path.join(LIBDIR, "librelstack.so"))
+# And what the C library puts between qsort's caller and the comparator: x86-64's qsort
+# jumps to __qsort_r, i386's calls it (a frame of its own).
+SHAPES = {
+    EM_X86_64: {"arch": "x86_64", "fp": "%rbp", "realign": "and    $0xffffffffffffffc0,%rsp",
+                "qsort": ["msort_with_tmp", "qsort_r"]},
+    EM_386: {"arch": "i386", "fp": "%ebp", "realign": "and    $0xffffffc0,%esp",
+             "qsort": ["msort_with_tmp", "qsort_r", "qsort"]},
+}
+SHAPE = SHAPES.get(MACHINE)
 
 FP = ["-fno-omit-frame-pointer"]
 # Normalized names (see normal()): the main thread's outermost frames and a thread's.
 MAIN_TAIL = ["main", "libc_start_call_main", "libc_start_main", "start"]
 THREAD_TAIL = ["thread_main", "start_thread", "clone3"]
-# What each C library routine puts between it and the callback.
-LIBRARY_FRAMES = {"lfind": ["lfind"], "tfind": ["tfind"], "qsort": ["msort_with_tmp", "qsort_r"]}
+# What each C library routine puts between its caller and the callback.
+LIBRARY_FRAMES = {"lfind": ["lfind"], "tfind": ["tfind"], "qsort": SHAPE["qsort"] if SHAPE else []}
 REALIGN_DEPTHS = 6
 
 
@@ -77,11 +95,11 @@ def build(name, *units, extra=(), relstack=True):
     objs = []
     for i, (src, flags) in enumerate(units):
         obj = os.path.join(TMP, "%s.%d.o" % (name, i))
-        subprocess.run(["gcc", "-O2", "-D_GNU_SOURCE", "-Wall", "-I", INCLUDE, "-I", SOURCES, *flags, *extra, "-c",
-                        os.path.join(SOURCES, src), "-o", obj], check=True)
+        subprocess.run(CC + ["-O2", "-D_GNU_SOURCE", "-Wall", "-I", INCLUDE, "-I", SOURCES, *flags, *extra, "-c",
+                             os.path.join(SOURCES, src), "-o", obj], check=True)
         objs.append(obj)
     link = ["-L", LIBDIR, "-lrelstack", "-Wl,-rpath," + LIBDIR] if relstack else []
-    subprocess.run(["gcc", "-pie", *objs, "-o", out, *link, "-ldl", "-lpthread"], check=True)
+    subprocess.run(CC + ["-pie", *objs, "-o", out, *link, "-ldl", "-lpthread"], check=True)
     return out
 
 
@@ -209,8 +227,8 @@ class FileWithoutFramePointers(VerdictTestCase):
         cls.fp = build("chain_fp", ("nofp.c", FP), ("callback_chain.c", FP))
 
     def test_the_file_is_built_as_the_shape_needs_without_and_with_a_frame_record(self):
-        self.assertNotIn("%rbp", disassembly(self.nofp, "nofp_apply"))
-        self.assertIn("push   %rbp", disassembly(self.fp, "nofp_apply"))
+        self.assertNotIn(SHAPE["fp"], disassembly(self.nofp, "nofp_apply"))
+        self.assertIn("push   " + SHAPE["fp"], disassembly(self.fp, "nofp_apply"))
 
     def test_a_callback_through_a_file_without_frame_pointers_is_reliable_only_with_its_callers_caller(self):
         traces = run_traces(self.nofp, "capture")
@@ -283,8 +301,8 @@ class CallbackThatRealigns(VerdictTestCase):
         cls.plain = build("realign_plain", ("realign.c", FP + ["-DNO_REALIGN"]))
 
     def test_the_comparator_realigns_its_stack_and_the_control_does_not(self):
-        self.assertIn("and    $0xffffffffffffffc0,%rsp", disassembly(self.realign, "cmp"))
-        self.assertNotIn("and    $0xffffffffffffffc0,%rsp", disassembly(self.plain, "cmp"))
+        self.assertIn(SHAPE["realign"], disassembly(self.realign, "cmp"))
+        self.assertNotIn(SHAPE["realign"], disassembly(self.plain, "cmp"))
 
     def test_a_callback_that_realigns_its_stack_is_reliable_only_with_each_frame_once(self):
         traces = run_traces(self.realign)
@@ -347,11 +365,11 @@ def asm_expected(t):
 
 
 class AssemblyWithoutCfi(VerdictTestCase):
-    """asm_call: push %rbx; call *%rdi; pop %rbx; ret, with no CFI, between caller and cb."""
+    """asm_call (arch/<cpu>/asm_call.S): a call with no frame record and no CFI, between caller and cb."""
 
     @classmethod
     def setUpClass(cls):
-        cls.prog = build("asm_chain", ("asm_chain.c", FP), ("asm_call.S", []))
+        cls.prog = build("asm_chain", ("asm_chain.c", FP), (os.path.join("arch", SHAPE["arch"], "asm_call.S"), []))
         cls.traces = run_traces(cls.prog)
 
     def test_every_capture_ran(self):
@@ -381,12 +399,12 @@ def tearDownModule():
 
 
 if __name__ == "__main__":
-    if not shutil.which("gcc"):
-        print("SKIP: gcc is not installed (Debian package gcc): these tests build their programs at test time",
-              file=sys.stderr)
+    if not shutil.which(CC[0]):
+        print("SKIP: %s is not installed (Debian package gcc): these tests build their programs at test time"
+              % CC[0], file=sys.stderr)
         sys.exit(77)
-    if platform.machine() != "x86_64":
-        print("SKIP: the shapes are x86-64 code (assembly, GCC's stack realignment); this is %s"
-              % platform.machine(), file=sys.stderr)
+    if SHAPE is None:
+        print("SKIP: the shapes are x86-64 and i386 code (assembly, GCC's stack realignment); this build's "
+              "programs are for ELF machine %d" % MACHINE, file=sys.stderr)
         sys.exit(77)
     unittest.main(verbosity=2)

@@ -26,7 +26,9 @@ static __attribute__((noinline)) void print_trace(const char *tag, const uint64_
 						  const struct relstack_verdict *v)
 {
 	static char exe[PATH_MAX];
+	struct relstack_format fmt; /* the marker words: the native format's, absolute or not */
 
+	relstack_format_native(&fmt);
 	if (!exe[0] && !realpath("/proc/self/exe", exe))
 		exe[0] = '\0';
 	flockfile(stdout);
@@ -34,11 +36,11 @@ static __attribute__((noinline)) void print_trace(const char *tag, const uint64_
 	for (int i = 0; i < n; i++) {
 		Dl_info d;
 
-		if (w[i] == UINT64_MAX)
+		if (w[i] == fmt.marker_end)
 			printf(" END");
-		else if (w[i] == UINT64_MAX - 1)
+		else if (w[i] == fmt.marker_unknown)
 			printf(" UNKNOWN");
-		else if (w[i] == UINT64_MAX - 2)
+		else if (w[i] == fmt.marker_signal)
 			printf(" SIGNAL");
 		else if (dladdr((void *)(uintptr_t)w[i], &d) && d.dli_fname)
 			/* the program itself is named as it was started: its real path instead */
