@@ -138,13 +138,13 @@ class Tramp:
 
 
 class CFile:
-    def __init__(self, obj, name, rng):
+    def __init__(self, obj, name, rng, knobs):
         self.obj = obj
         self.name = name
         self.olevel = rng.choice(["-O0", "-O1", "-O2", "-O2", "-O3", "-Os"])
-        self.fp = rng.random() < 0.6
+        self.fp = rng.random() < knobs["fp_file"]
         self.leaf_fp = rng.choice([None, True, False])
-        self.cfi = rng.random() >= 0.08
+        self.cfi = rng.random() >= knobs["nocfi_file"]
         self.cet = rng.random() < 0.15
         self.protector = rng.random() < 0.15
         self.no_sibcall = rng.random() < 0.05
@@ -183,6 +183,7 @@ class Program:
         self.sites = 0
         self.captures = 0
         self.by_name = {}
+        self.knobs = {}
 
     def site(self):
         self.sites += 1
@@ -208,9 +209,26 @@ def _capture_args(rng, allow_skip=True):
     return flags, skip, cap
 
 
+# Each program draws its own weights first (swarm testing): one is mostly
+# callbacks from the program itself, another mostly files without frame
+# pointers, so that shapes that need several rare choices at once come up.
+KNOBS = {
+    "fp_file": (0.3, 0.6, 0.9, 1.0),   # a file keeps frame pointers
+    "omit_attr": (0.0, 0.1, 0.25),     # a function is built without them whatever its file says
+    "nocfi_file": (0.0, 0.08, 0.25),   # a file has no CFI
+    "cmp_share": (0.1, 0.22, 0.4),     # a function is a qsort/bsearch/lfind/tsearch callback
+    "cb_in_exe": (0.3, 0.6, 0.9),      # a callback is in the program, beside gen_check()
+    "cb_capture": (0.2, 0.5, 0.9),     # a callback captures first thing
+    "cb_drap": (0.1, 0.3, 0.5),        # a callback realigns its frame
+    "cb_pair": (0.2, 0.5, 0.9),        # one C library call site runs two or three callbacks
+    "shift": (0.2, 0.4, 0.8),          # a call into the C library from several stack pointers
+}
+
+
 def generate(seed):
     rng = random.Random(seed)
     prog = Program(seed)
+    knobs = prog.knobs = {k: rng.choice(v) for k, v in KNOBS.items()}
 
     # -- the program's shape
     n = rng.randint(8, 22)
@@ -240,33 +258,37 @@ def generate(seed):
             kinds[i] = "leafsig"
     for i in list(free):
         r = rng.random()
-        if r < 0.22:
+        c = knobs["cmp_share"]
+        if r < c:
             kinds[i] = "cmp"
-        elif r < 0.27:
+        elif r < c + 0.05:
             kinds[i] = "walk"
-        elif r < 0.31:
+        elif r < c + 0.09:
             kinds[i] = "phdr"
 
     # -- objects and files
-    files = {"exe": [CFile("exe", "main.c", rng)]}
+    files = {"exe": [CFile("exe", "main.c", rng, knobs)]}
     for obj in OBJECTS:
         files.setdefault(obj, [])
         for k in range(rng.randint(1, 2)):
-            files[obj].append(CFile(obj, "%s_%d.c" % (obj, k), rng))
+            files[obj].append(CFile(obj, "%s_%d.c" % (obj, k), rng, knobs))
     prog.files = [f for obj in OBJECTS for f in files[obj]]
     prog.file_of = {f.name: f for f in prog.files}
     for i, kind in enumerate(kinds):
         # callbacks mostly in the program, beside the capture's own frame:
         # the walk's fast path runs through them then
-        obj = rng.choices(OBJECTS, weights=[6, 2, 2] if kind in ("cmp", "walk", "phdr") else [4, 3, 3])[0]
+        if kind in ("cmp", "walk", "phdr"):
+            obj = "exe" if rng.random() < knobs["cb_in_exe"] else rng.choice(OBJECTS[1:])
+        else:
+            obj = rng.choices(OBJECTS, weights=[4, 3, 3])[0]
         f = Func(i, kind, obj)
         f.file = rng.choice([c for c in files[obj] if c.name != "main.c"]).name
         r = rng.random()
-        f.fp_attr = "omit" if r < 0.2 else "keep" if r < 0.35 else None
+        f.fp_attr = "omit" if r < knobs["omit_attr"] else "keep" if r < knobs["omit_attr"] + 0.15 else None
         if kind != "leafsig":
             # callbacks realign more often: a realigned frame returning into
             # the C library is where frame records and CFI part ways
-            d = 0.3 if kind in ("cmp", "walk", "phdr") else 0.12
+            d = knobs["cb_drap"] if kind in ("cmp", "walk", "phdr") else 0.12
             r = rng.random()
             f.drap = r < d
             f.force_align = d <= r < d + 0.05
@@ -324,6 +346,17 @@ def _pick_callee(rng, cands):
     return rng.choice(cands)
 
 
+def _add_capture(prog, rng, f, runs):
+    """A capture, or the same one two or three times in a row (a warm cache, the same stack)."""
+    repeat = rng.choice([1, 1, 2, 3])
+    if prog.captures + runs * repeat > MAX_CAPTURES:
+        repeat = 1
+        if prog.captures + runs > MAX_CAPTURES:
+            return
+    prog.captures += runs * repeat
+    f.actions.append(("capture", prog.site()) + _capture_args(rng) + (repeat,))
+
+
 def _body(prog, rng, f):
     if f.kind == "leafsig":
         h = next(h for (name, num, h, _) in prog.signals if (name, num) == f.signal)
@@ -333,9 +366,8 @@ def _body(prog, rng, f):
         return  # a leaf
     runs = max(f.runs, 1)
     nact = rng.randint(1, 4)
-    if f.kind in ("cmp", "walk", "phdr") and rng.random() < 0.5 and prog.captures + runs <= MAX_CAPTURES:
-        prog.captures += runs  # a callback that captures first: its frame right above the C library's
-        f.actions.append(("capture", prog.site()) + _capture_args(rng))
+    if f.kind in ("cmp", "walk", "phdr") and rng.random() < prog.knobs["cb_capture"]:
+        _add_capture(prog, rng, f, runs)  # first thing: its frame right above the C library's
     for _ in range(nact):
         choices = ["call", "capture"]
         weights = [35, 22]
@@ -357,15 +389,14 @@ def _body(prog, rng, f):
             choices.append("ctx")
             weights.append(12)
         what = rng.choices(choices, weights=weights)[0]
-        if what in ("capture", "ctx"):
+        if what == "capture":
+            _add_capture(prog, rng, f, runs)
+        elif what == "ctx":
             if prog.captures + runs > MAX_CAPTURES:
                 continue
             prog.captures += runs
-            if what == "capture":
-                f.actions.append(("capture", prog.site()) + _capture_args(rng))
-            else:
-                flags, _, cap = _capture_args(rng, allow_skip=False)
-                f.actions.append(("ctx", prog.site(), flags, cap))
+            flags, _, cap = _capture_args(rng, allow_skip=False)
+            f.actions.append(("ctx", prog.site(), flags, cap))
         elif what in ("call", "tramp"):
             g = _pick_callee(rng, plains)
             count = rng.choice([1, 1, 1, 2, 3])
@@ -408,7 +439,7 @@ def _body(prog, rng, f):
             # made under one callback is offered to the next)
             cbl = [cb]
             cmps = [g for g in cbs if g.kind == "cmp" and g is not cb]
-            if lib != "tsearch" and cmps and rng.random() < 0.5:
+            if lib != "tsearch" and cmps and rng.random() < prog.knobs["cb_pair"]:
                 # one that realigns and one that does not, where there are both
                 other = [g for g in cmps if g.drap != cb.drap]
                 cbl.append(rng.choice(other if other and rng.random() < 0.7 else cmps))
@@ -416,7 +447,9 @@ def _body(prog, rng, f):
                 if rest and rng.random() < 0.3:
                     cbl.append(rng.choice(rest))
                 rng.shuffle(cbl)
-            shifts = 1 if rng.random() < 0.6 else rng.randint(2, 4)
+            shifts = rng.randint(2, 4) if rng.random() < prog.knobs["shift"] else 1
+            if shifts > 1 and len({g.drap for g in cbl}) > 1:
+                shifts = 4  # every stack pointer modulo 64 under the realigned one
             per *= shifts
             if any(g.runs + runs * per > MAX_RUNS for g in cbl):
                 shifts, per = 1, per // shifts
@@ -466,8 +499,12 @@ def _c_action(prog, f, act, out):
     obj = f.obj
     kind = act[0]
     if kind == "capture":
-        _, site, flags, skip, cap = act
-        out.append("\tgen_check(%d, %#x, %d, %d);" % (site, flags, skip, cap))
+        _, site, flags, skip, cap, repeat = act
+        if repeat == 1:
+            out.append("\tgen_check(%d, %#x, %d, %d);" % (site, flags, skip, cap))
+        else:
+            out.append("\tfor (int gen_c = 0; gen_c < %d; gen_c++)" % repeat)
+            out.append("\t\tgen_check(%d, %#x, %d, %d);" % (site, flags, skip, cap))
     elif kind == "ctx":
         _, site, flags, cap = act
         out.append("\tgen_check_ctx(%d, uc, %#x, %d);" % (site, flags, cap))
@@ -602,7 +639,7 @@ def _main_c(prog):
         out.append("\tgen_install_handler(%s, %s, %d);" % (sname, _callable_ref(prog, "exe", h), int(onstack)))
     out.append("\tgen_thread_setup(%d, 1);" % prog.main_alt)
     if prog.main_capture:
-        site, flags, skip, cap = prog.main_capture
+        site, flags, skip, cap = prog.main_capture[:4]
         out.append("\tgen_check(%d, %#x, %d, %d);" % (site, flags, skip, cap))
     f, count = prog.main_calls[0]
     out.append("\tfor (int gen_i = 0; gen_i < %d; gen_i++) {" % count)
@@ -738,6 +775,7 @@ def describe(prog):
     out = ["seed %d: %d functions, %d trampolines, %d threads, signals %s, main alternate stack %d" % (
         prog.seed, len(prog.funcs), len(prog.tramps), len(prog.threads),
         ",".join("%s%s" % (s, "(onstack)" if o else "") for s, _, _, o in prog.signals) or "none", prog.main_alt)]
+    out.append("  weights: " + " ".join("%s=%g" % kv for kv in prog.knobs.items()))
     for cf in prog.files:
         out.append("  %s/%s: %s" % (cf.obj, cf.name, " ".join(cf.flags())))
     return "\n".join(out)

@@ -36,7 +36,12 @@ The comparison, for a reliable trace (reasons == 0), is strict:
    entry must be the very next word, since the function it is in pushed
    it;
 3. after the last entry, FOREIGN words only (the thread's start in the C
-   library, _start), then END, then nothing.
+   library, _start), then END, then nothing;
+4. a FOREIGN EXACT entry (the return address of a callback, a handler's
+   callee or a thread's function into the C library) is never followed
+   by the same word: the C library's function would have had to call
+   itself from the very instruction that called generated code (none of
+   the routines the programs call back through does).
 
 So a generated frame missing, a generated or runtime frame extra (a
 duplicate), a wrong address, a marker out of place or a frame lost at the
@@ -218,6 +223,10 @@ def judge(rec, sym, trace=None):
             if ok:
                 i += 2 if ek == SIGNAL else 1
                 filler = sym.cls(ev) == FOREIGN
+                if filler and ek == EXACT and i < len(words) and words[i] == ev:
+                    return Verdict(False, "word %d: the C library's frame %s twice: it called a generated "
+                                   "function from there, which its own caller cannot have done too" % (
+                                       i, sym.name(ev)), "duplicated", i, ev, ev)
                 continue
         return _diagnose(E, k, words, i, sym)
     if filler:
