@@ -10,6 +10,7 @@
  *	R kind=c|x|p seq= tid= site= flags= skip= cap= ra= ret= reasons= frames=
  *	  words=W,W,... shadow=K:V,K:V,... [refclean= ref=W,...]   (numbers in hex)
  *	O bias name lo-hi,lo-hi,...              every object and its code, at the end
+ *	N bit= name=                             each reason's name (relstack_reason_string)
  *	F records= dropped= result= pid=         the end of a run
  *
  * ref= is the same stack unwound by libunwind (built with GEN_LIBUNWIND),
@@ -482,6 +483,19 @@ void gen_rt_finish(long result)
 	struct gen_line *l = &gen_line_buf;
 
 	dl_iterate_phdr(put_object, l);
+	for (unsigned bit = 0; bit < 32; bit++) {
+		const char *name = relstack_reason_string(1u << bit);
+
+		if (!name)
+			continue;
+		l->len = 0;
+		l->overflow = 0;
+		put_str(l, "N");
+		put_field(l, "bit", bit);
+		put_str(l, " name=");
+		put_str(l, name);
+		emit(l);
+	}
 	l->len = 0;
 	l->overflow = 0;
 	put_str(l, "F");

@@ -48,9 +48,8 @@ import oracle  # noqa: E402
 
 SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
 
-REASONS = ["outside-stack", "misaligned", "not-increasing", "unknown-text", "signal-frame", "async-start",
-           "truncated", "no-fp-object", "end-unproven", "objects-changing", "fp-mismatch", "interrupt-frame",
-           "kernel-refused", "unchecked"]
+# Each reason bit's name, as relstack_reason_string() gives it (the programs print them).
+REASONS = {}
 
 COMMON_CFLAGS = ["-std=gnu11", "-w", "-fno-reorder-blocks-and-partition", "-fvisibility=default"]
 RUNTIME_CFLAGS = ["-O2", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"]
@@ -198,6 +197,9 @@ def parse_output(path):
                         lo, hi = s.split("-")
                         segs.append((int(lo, 16), int(hi, 16)))
                 objects.append((int(parts[1], 16), parts[2], segs))
+            elif parts[0] == "N":
+                f = dict(p.split("=", 1) for p in parts[1:])
+                REASONS[int(f["bit"], 16)] = f["name"]
             elif parts[0] == "F":
                 final = dict(p.split("=") for p in parts[1:])
     return records, objects, final
@@ -224,6 +226,10 @@ def run_program(env, b, out, extra_env=None, timeout=60):
 
 
 # -- reports
+
+def reason_name(bit):
+    return REASONS.get(bit, "bit%d" % bit)
+
 
 def traits(prog, name):
     if name == "main":
@@ -336,7 +342,7 @@ class SeedResult:
         self.seed = seed
         self.traces = 0
         self.reliable = 0
-        self.reasons = [0] * len(REASONS)
+        self.reasons = [0] * 32
         self.failures = []      # (category, report)
         self.gdb_compared = 0
         self.gdb_no_cfi = 0
@@ -380,7 +386,7 @@ def check_records(b, records, sym, res, main_tid):
         if rec["kind"] == "p":
             continue
         res.traces += 1
-        for bit in range(len(REASONS)):
+        for bit in range(32):
             if rec["reasons"] & (1 << bit):
                 res.reasons[bit] += 1
         problem = oracle.form_check(rec)
@@ -437,7 +443,7 @@ def reference_check(b, sym, rec, res):
 def show_records(b, records, sym):
     """Every trace of a program, named, with its verdict (--show)."""
     for rec in records:
-        reasons = ",".join(REASONS[i] for i in range(len(REASONS)) if rec.get("reasons", 0) & (1 << i))
+        reasons = ",".join(reason_name(i) for i in range(32) if rec.get("reasons", 0) & (1 << i))
         print("record %d kind %s site %d thread %d flags %#x skip %d: %s" % (
             rec["seq"], rec["kind"], rec.get("site", -1), rec["tid"], rec.get("flags", 0), rec.get("skip", 0),
             reasons or "reliable"))
@@ -585,11 +591,11 @@ def summary(results, elapsed, base):
     programs = len(results)
     traces = sum(r.traces for r in results)
     reliable = sum(r.reliable for r in results)
-    reasons = [sum(r.reasons[i] for r in results) for i in range(len(REASONS))]
+    reasons = [sum(r.reasons[i] for r in results) for i in range(32)]
     failures = sum(len(r.failures) for r in results)
     errors = sum(1 for r in results if r.error)
     share = 100.0 * reliable / traces if traces else 0.0
-    rtext = " ".join("%s=%d" % (REASONS[i], n) for i, n in enumerate(reasons) if n)
+    rtext = " ".join("%s=%d" % (reason_name(i), n) for i, n in enumerate(reasons) if n)
     cov = {k: sum(r.cover.get(k, 0) for r in results) for k in COVER}
     print("gen: reliable traces through: %s" % ", ".join("%s %d" % kv for kv in cov.items()))
     print("gen: compared with libunwind %d (%d left out: frames without CFI, or libunwind lost its way); "
