@@ -7,12 +7,17 @@ program, this script builds it (a program, a linked library, a dlopen'd
 library; every file with its own flags) against the build's
 librelstack, runs it, and judges every capture with oracle.py: a trace
 marked reliable must hold every generated frame the shadow stack names,
-in order, none missing, none duplicated, none extra.  On a sample of the
-programs it also runs the program under gdb and compares each reliable
-trace with gdb's frames at the same point, word for word (the C
-library's frames, which the oracle cannot know), and takes one `relstack
-ps` snapshot of the program while it waits at a capture, judged by the
-same oracle.
+in order, none missing, none duplicated, none extra.  For the frames the
+oracle cannot name (the C library's), each trace it passed is compared
+word for word with libunwind's walk of the same stack, taken by the
+program right after the capture (where libunwind is installed, and no
+frame on the stack lacks CFI, which libunwind would guess).  On a sample
+of the programs it also runs the program under gdb and compares each
+reliable trace with gdb's frames at the same point, and takes one
+`relstack ps` snapshot of the program while it waits at a capture,
+judged by the same oracle.  Good traces are damaged on purpose (each
+generated frame dropped, then doubled) to check that the oracle catches
+it.
 
 Every failure prints the seed, the program's files and flags, the chain
 of functions (with how each was compiled) and both lists, and the run
@@ -599,8 +604,9 @@ def summary(results, elapsed, base):
     cov = {k: sum(r.cover.get(k, 0) for r in results) for k in COVER}
     print("gen: reliable traces through: %s" % ", ".join("%s %d" % kv for kv in cov.items()))
     print("gen: compared with libunwind %d (%d left out: frames without CFI, or libunwind lost its way); "
-          "with gdb %d (%d left out: frames without CFI)" % (sum(r.ref_compared for r in results), sum(r.ref_unusable for r in results),
-                                   sum(r.gdb_compared for r in results), sum(r.gdb_no_cfi for r in results)))
+          "with gdb %d (%d left out: frames without CFI)" % (
+              sum(r.ref_compared for r in results), sum(r.ref_unusable for r in results),
+              sum(r.gdb_compared for r in results), sum(r.gdb_no_cfi for r in results)))
     return ("gen summary: base seed %d, %d programs in %.0fs, %d traces checked, %d reliable (%.1f%% of those "
             "the oracle checks), %d compared with gdb, %d relstack ps snapshots (%d reliable), %d failures "
             "in %d programs, %d errors; reasons: %s" % (
