@@ -226,7 +226,7 @@ def judge(rec, sym, trace=None):
                 if filler and ek == EXACT and i < len(words) and words[i] == ev:
                     return Verdict(False, "word %d: the C library's frame %s twice: it called a generated "
                                    "function from there, which its own caller cannot have done too" % (
-                                       i, sym.name(ev)), "duplicated", i, ev, ev)
+                                       i, sym.name(ev)), "duplicated", i, ev, words[i - 2] if i >= 2 else None)
                 continue
         return _diagnose(E, k, words, i, sym)
     if filler:
@@ -267,20 +267,24 @@ def _diagnose(E, k, words, i, sym):
         ev = E[k][1]
         return Verdict(False, "trace ends before expected %s (%d expected entries not found)" % (
             entry_text(E[k], sym), len(E) - k), "missing", i, ev, above)
-    # the expected entry further down: the words in between are extra
-    for j in range(i + 1, min(len(words), i + 8)):
-        if _entry_matches(E[k], words, j, sym):
-            extra = words[i:j]
-            dup = any(w in words[:i] or w in words[j:j + 1] for w in extra if w not in MARKERS)
-            what = "duplicated" if dup else "extra"
-            return Verdict(False, "word %d: %s frame(s) %s before expected %s" % (
-                i, what, ", ".join(sym.name(w) for w in extra), entry_text(E[k], sym)), what, i, extra[0], above)
-    # the word found is a later expected entry: the ones in between are missing
-    for kk in range(k + 1, min(len(E), k + 8)):
-        if _entry_matches(E[kk], words, i, sym):
-            missing = E[k:kk]
-            return Verdict(False, "word %d: frame(s) missing: expected %s, found %s (expected %d entries later)" % (
-                i, "; ".join(entry_text(e, sym) for e in missing), sym.name(words[i]), kk - k),
-                "missing", i, missing[0][1], above)
+    # the expected entry further down: the words in between are extra; or
+    # the word found is a later expected entry: the ones in between are
+    # missing.  The explanation with fewer frames wins (an address can be
+    # expected twice: a trampoline above and below a signal frame).
+    extra_at = next((j for j in range(i + 1, min(len(words), i + 8)) if _entry_matches(E[k], words, j, sym)), None)
+    missing_to = next((kk for kk in range(k + 1, min(len(E), k + 8)) if _entry_matches(E[kk], words, i, sym)), None)
+    if missing_to is not None and (extra_at is None or missing_to - k <= extra_at - i):
+        missing = E[k:missing_to]
+        return Verdict(False, "word %d: frame(s) missing: expected %s, found %s (expected %d entries later)" % (
+            i, "; ".join(entry_text(e, sym) for e in missing), sym.name(words[i]), missing_to - k),
+            "missing", i, missing[0][1], above)
+    if extra_at is not None:
+        extra = words[i:extra_at]
+        dup = any(w in words[:i] or w in words[extra_at:extra_at + 1] for w in extra if w not in MARKERS)
+        what = "duplicated" if dup else "extra"
+        if i >= 2 and extra[0] == above:
+            above = words[i - 2]  # the frame above the first copy: where the walk went wrong
+        return Verdict(False, "word %d: %s frame(s) %s before expected %s" % (
+            i, what, ", ".join(sym.name(w) for w in extra), entry_text(E[k], sym)), what, i, extra[0], above)
     return Verdict(False, "word %d: %s where %s was expected" % (i, sym.name(words[i]), entry_text(E[k], sym)),
                    "wrong", i, words[i], above)
