@@ -106,6 +106,11 @@ class Env:
         lib = os.path.join(self.libdir, "librelstack.so")
         if not os.path.exists(lib):
             raise SystemExit("run.py: %s not found: build it first (ninja -C %s)" % (lib, self.build))
+        if not self.gdb:
+            print("gen: gdb not found (Debian package gdb): no comparisons with gdb", flush=True)
+        if not self.tool:
+            print("gen: %s not built: no relstack ps snapshots" % os.path.join(self.build, "tools", "relstack"),
+                  flush=True)
         self.runtime = os.path.join(work, "genrt.o")
         # libunwind, where its headers are, names the C library's frames at every capture
         probe = os.path.join(work, "probe.c")
