@@ -100,7 +100,7 @@ class Env:
         self.tool = os.path.join(self.build, "tools", "relstack")
         if not os.access(self.tool, os.X_OK):
             self.tool = None
-        self.gdb = args.gdb or shutil.which("gdb")
+        self.gdb = shutil.which(args.gdb or "gdb")
         self.cc = args.cc
         self.work = work
         lib = os.path.join(self.libdir, "librelstack.so")
