@@ -146,6 +146,12 @@ RS_HIDDEN bool rs_thread_stack_get(struct rs_thread_stack *out);
 struct rs_walk {
 	/* in */
 	uintptr_t fp;                /* first frame record */
+	/*
+	 * Without pc: a return address into the function whose frame record
+	 * fp is, 0 if unknown (needed only where a record does not top its
+	 * frame: its CFA comes from that function's row)
+	 */
+	uintptr_t fp_pc;
 	uintptr_t sp;                /* lowest readable address of the starting stack */
 	uintptr_t pc;                /* != 0: emitted first (an interrupted pc), before fp's frames */
 	uintptr_t lr;                /* with pc: its link register (a leaf's return address), 0 if unknown */

@@ -683,6 +683,13 @@ struct walk_resume {
 	uint64_t seq;
 	uintptr_t fp, lo;
 	size_t n;
+	/*
+	 * The return address into the function whose frame record fp is (the
+	 * last one the fast walk wrote or skipped), 0 if it passed none: where
+	 * a record does not top its frame, its CFA is found from that
+	 * function's row (record_cfa()).
+	 */
+	uintptr_t owner;
 };
 
 /*
@@ -750,8 +757,8 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 	/* a snapshot: reads at the copy, no cache of this thread's */
 	const bool snap = w->flags & RS_WALK_SNAPSHOT;
 	const intptr_t d = snap ? w->delta : 0;
-	uintptr_t owner_pc = w->pc;
-	bool owner_exact = true;
+	uintptr_t owner_pc = w->pc ? w->pc : w->fp_pc;
+	bool owner_exact = w->pc != 0;
 	/*
 	 * The checker's stack pointer of that function, 0 if unknown: the
 	 * window's bottom where a record tops its frame, else the CFA of the
@@ -791,6 +798,10 @@ walk_once(struct rs_walk *w, struct rs_objtab_view *v, uint64_t *words, size_t c
 		out = words + rs->n;
 		fp = rs->fp;
 		lo = rs->lo;
+		if (rs->owner) {
+			owner_pc = rs->owner;
+			owner_exact = false;
+		}
 	}
 	lo0 = resume && rs->n > (w->pc != 0) ? 0 : lo; /* a frame was read below lo: its ra is at lo - 8 */
 	if (w->pc && !resume && (co = interrupted_cfi(v, w->pc))) {
@@ -1032,7 +1043,7 @@ cfi:
 				 * red zone too (an epilogue that popped it already; nothing
 				 * writes there, signal delivery included), inside the stack.
 				 */
-				floor = !exact ? sp : sp - r->lo >= RS_ARCH_RED_ZONE ? sp - RS_ARCH_RED_ZONE : r->lo;
+				floor = !exact ? sp : sp - r->lo > RS_ARCH_RED_ZONE ? sp - RS_ARCH_RED_ZONE : r->lo;
 				exact = false;
 				if (row.ra_rule == RS_CFI_UNDEFINED) {
 					end = true;
@@ -1294,7 +1305,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 	  struct walk_resume *rs)
 {
 	uint64_t *out = words + n0, g, epoch;
-	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, tt, o0, o1, o2, efp;
+	uintptr_t top = hi - RS_ARCH_FRAME_SIZE, lim, acc = fp, x, next, tt, o0, o1, o2, efp, owner = 0;
 	uint32_t tn;
 
 	/*
@@ -1328,6 +1339,7 @@ walk_fast(uint64_t seq, uintptr_t fp, uintptr_t lo, uintptr_t hi, uint64_t *word
 		if (next < fp + RS_ARCH_FRAME_SIZE || next > top)
 			goto from_start;
 		fp = next;
+		owner = x;
 	}
 	/*
 	 * Frames are at least 16 bytes apart: cut so, the window holds no
@@ -1400,10 +1412,12 @@ hand_over:
 		rs->fp = fp;
 		rs->lo = lo;
 		rs->n = (size_t)(out - words);
+		/* the function whose record fp is: the last frame written, else the last skipped */
+		rs->owner = out > words + n0 ? (uintptr_t)(out[-1] - rs_tls.fast.wdelta[abs]) + rs_tls.fast.start : owner;
 		return false;
 	}
 from_start:
-	*rs = (struct walk_resume){ 0, 0, 0, 0 };
+	*rs = (struct walk_resume){ 0, 0, 0, 0, 0 };
 	return false;
 }
 
@@ -1460,6 +1474,7 @@ static void walk_init(struct rs_walk *w, const struct rs_thread_stack *ts, unsig
 	w->flags = flags;
 	w->pc = 0;
 	w->lr = 0;
+	w->fp_pc = 0;
 	w->delta = 0;
 	w->latch = NULL;
 }
@@ -1483,10 +1498,10 @@ static int unknown_stack(uint64_t *words, size_t cap, uintptr_t pc, unsigned fla
  * registers so that the fast path keeps no struct in memory.
  */
 __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
-						  struct relstack_verdict *v, uintptr_t fp, size_t n, uint64_t seq,
-						  uintptr_t rfp, uintptr_t rlo)
+						  struct relstack_verdict *v, uintptr_t fp, uintptr_t fp_pc, size_t n,
+						  uint64_t seq, uintptr_t rfp, uintptr_t rlo, uintptr_t rowner)
 {
-	const struct walk_resume rs = { seq, rfp, rlo, n };
+	const struct walk_resume rs = { seq, rfp, rlo, n, rowner };
 	struct rs_walk w;
 
 	/* R1: pairs with W3 in stack.c */
@@ -1501,6 +1516,7 @@ __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, u
 	w.pc = 0;
 	w.lr = 0;
 	w.fp = fp;
+	w.fp_pc = fp_pc;
 	w.sp = fp; /* our own frame record is the lowest thing the walk reads */
 	w.skip = skip;
 	w.delta = 0;
@@ -1511,25 +1527,40 @@ __attribute__((noinline)) static int capture_slow(uint64_t *words, size_t cap, u
 }
 
 /*
+ * A return address into the function that calls this: a pc in its body,
+ * where its frame record is set up.  Where a record does not top its frame,
+ * the walk finds the CFA of relstack_capture()'s own record from its row
+ * at that pc (record_cfa()).
+ */
+__attribute__((noinline)) static uintptr_t pc_in_caller(void)
+{
+	return (uintptr_t)__builtin_return_address(0);
+}
+
+/* Keep @x live after a call: the call is then no tail call (relstack_capture()'s frame record stays). */
+#define no_tail_call(x) __asm__ volatile("" : "+r"(x))
+
+/*
  * relstack_capture() with frames to skip (a caller dropping its own frame),
  * apart so that the common capture keeps its registers.  @fp is
- * relstack_capture()'s frame record, unchanged whether this is a call or
- * a jump: the same saved frame pointer and return address.
+ * relstack_capture()'s frame record, @fp_pc a pc in it (pc_in_caller(), or
+ * 0 where the record tops its frame); it is called, never jumped to, so
+ * that record stays.
  */
 __attribute__((noinline)) static int capture_skipping(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
-						      struct relstack_verdict *v, uintptr_t fp)
+						      struct relstack_verdict *v, uintptr_t fp, uintptr_t fp_pc)
 {
 	struct walk_resume rs;
 	size_t n;
 
 	/* the checker's walk is the general one: it looks at every frame */
 	if (flags & RELSTACK_CAPTURE_CHECK)
-		return capture_slow(words, cap, skip, flags, v, fp, 0, 0, 0, 0);
+		return capture_slow(words, cap, skip, flags, v, fp, fp_pc, 0, 0, 0, 0, 0);
 	/* R1' and R2: see relstack_capture(); 1: pairs with C in publish_index() */
 	if (walk_fast(atomic_load_explicit(&rs_latch.seq, memory_order_acquire), fp, fp, rs_tls.stack.stack.hi,
 		      words, 0, cap, skip, 0, flags & RELSTACK_CAPTURE_ABSOLUTE, v, &n, &rs))
 		return (int)n;
-	return capture_slow(words, cap, skip, flags, v, fp, rs.n, rs.seq, rs.fp, rs.lo);
+	return capture_slow(words, cap, skip, flags, v, fp, fp_pc, rs.n, rs.seq, rs.fp, rs.lo, rs.owner);
 }
 
 __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsigned skip, unsigned flags,
@@ -1540,6 +1571,7 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 	uint64_t seq;
 	size_t n;
 	bool done;
+	int ret;
 
 	if (rs_unlikely(flags & ~(RELSTACK_CAPTURE_ABSOLUTE | RELSTACK_CAPTURE_CHECK) || (!words && cap)))
 		return -EINVAL;
@@ -1547,20 +1579,31 @@ __attribute__((noinline)) int relstack_capture(uint64_t *words, size_t cap, unsi
 	 * R1': pairs with W1 and W3 in stack.c (an unknown stack has lo
 	 * UINTPTR_MAX); walk_fast() checks fp against its top.
 	 */
-	if (rs_unlikely(fp < rs_tls.stack.stack.lo))
-		return capture_slow(words, cap, skip, flags, v, fp, 0, 0, 0, 0);
+	if (rs_unlikely(fp < rs_tls.stack.stack.lo)) {
+		ret = capture_slow(words, cap, skip, flags, v, fp, RS_ARCH_RECORD_TOPS_FRAME ? 0 : pc_in_caller(), 0, 0,
+				   0, 0, 0);
+		no_tail_call(ret);
+		return ret;
+	}
 	atomic_signal_fence(memory_order_acquire);
 	/* R2 */
-	if (rs_unlikely(skip || (flags & RELSTACK_CAPTURE_CHECK)))
-		return capture_skipping(words, cap, skip, flags, v, fp);
+	if (rs_unlikely(skip || (flags & RELSTACK_CAPTURE_CHECK))) {
+		ret = capture_skipping(words, cap, skip, flags, v, fp, RS_ARCH_RECORD_TOPS_FRAME ? 0 : pc_in_caller());
+		no_tail_call(ret);
+		return ret;
+	}
 	/* 1: pairs with C in publish_index() (as rs_objtab_begin()) */
 	seq = atomic_load_explicit(&rs_latch.seq, memory_order_acquire);
 	if (flags)
 		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, words, 0, cap, 0, 0, 1, v, &n, &rs);
 	else
 		done = walk_fast(seq, fp, fp, rs_tls.stack.stack.hi, words, 0, cap, 0, 0, 0, v, &n, &rs);
-	if (rs_unlikely(!done))
-		return capture_slow(words, cap, 0, flags, v, rs_arch_frame_address(), rs.n, rs.seq, rs.fp, rs.lo);
+	if (rs_unlikely(!done)) {
+		ret = capture_slow(words, cap, 0, flags, v, rs_arch_frame_address(),
+				   RS_ARCH_RECORD_TOPS_FRAME ? 0 : pc_in_caller(), rs.n, rs.seq, rs.fp, rs.lo, rs.owner);
+		no_tail_call(ret);
+		return ret;
+	}
 	return (int)n;
 }
 
