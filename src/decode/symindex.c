@@ -26,6 +26,15 @@
  * whose range covers its start, so a lookup that lands past the end of the
  * inner symbol walks out to the enclosing one.  parent[i] < i always, so
  * the walk ends even on hostile input.
+ *
+ * An address held by several symbols is named by the innermost sized one:
+ * a size is the source's word on where a symbol ends, an implied size only
+ * a guess from where the next one starts.  So a sizeless label inside a
+ * function (i386 libc's debug file keeps local labels such as ".L15") never
+ * names an address its function holds: addr2line names the function there
+ * too.  An unsized symbol is never a parent (its range ends where the next
+ * entry starts), so the walk past it costs only the sized symbols
+ * enclosing it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -224,18 +233,24 @@ int rs_symindex_lookup(const struct rs_symindex *ix, uint64_t addr, struct rs_sy
 		lo = a[lo + half] <= addr ? lo + half : lo;
 		len -= half;
 	}
-	for (int32_t i = (int32_t)lo; i >= 0; i = ix->ent[i].parent) {
-		const struct rs_symentry *e = &ix->ent[i];
+	/* the innermost sized symbol holding addr, else the innermost unsized one */
+	int32_t found = -1;
 
-		if (addr - a[i] < e->size) {
-			hit->name = ix->pool + e->name;
-			hit->start = a[i];
-			hit->size = e->size;
-			hit->sized = e->sized;
-			return 0;
-		}
+	for (int32_t i = (int32_t)lo; i >= 0; i = ix->ent[i].parent) {
+		if (addr - a[i] >= ix->ent[i].size)
+			continue;
+		if (found < 0 || ix->ent[i].sized)
+			found = i;
+		if (ix->ent[i].sized)
+			break;
 	}
-	return -ENOENT;
+	if (found < 0)
+		return -ENOENT;
+	hit->name = ix->pool + ix->ent[found].name;
+	hit->start = a[found];
+	hit->size = ix->ent[found].size;
+	hit->sized = ix->ent[found].sized;
+	return 0;
 }
 
 int rs_symindex_find(const struct rs_symindex *ix, const char *name, size_t *pos, struct rs_symhit *hit)

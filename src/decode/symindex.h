@@ -80,7 +80,7 @@ int rs_symindex_add(struct rs_symindex *ix, uint64_t addr, uint64_t size, const 
  */
 size_t rs_symindex_seal(struct rs_symindex *ix, uint64_t limit);
 
-/* The symbol containing @addr: 0, or -ENOENT. */
+/* The innermost sized symbol containing @addr, else the innermost unsized one: 0, or -ENOENT. */
 int rs_symindex_lookup(const struct rs_symindex *ix, uint64_t addr, struct rs_symhit *hit);
 
 /*

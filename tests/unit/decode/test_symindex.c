@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <gelf.h>
 
 #include "decode/symindex.h"
 #include "decode/symsrc.h"
@@ -179,6 +180,98 @@ static void an_address_past_a_nested_symbol_belongs_to_the_enclosing_one(void **
 	(void)state;
 }
 
+static void a_sized_function_names_its_addresses_past_a_sizeless_label_inside_it(void **state)
+{
+	struct rs_symindex ix;
+	struct rs_symhit hit;
+
+	rs_symindex_init(&ix);
+	/* as symelf.c ranks them: a FUNC, and a NOTYPE local label of an executable section */
+	add(&ix, 0x1000, 0x100, "outer", RS_SYMRANK_GLOBAL + 4);
+	add(&ix, 0x1040, 0, ".L15", RS_SYMRANK_LOCAL);
+	add(&ix, 0x1200, 0x10, "next", RS_SYMRANK_GLOBAL + 4);
+	rs_symindex_seal(&ix, 0);
+	assert_int_equal(rs_symindex_lookup(&ix, 0x1080, &hit), 0);
+	assert_string_equal(hit.name, "outer");
+	assert_int_equal(hit.start, 0x1000);
+	assert_int_equal(hit.size, 0x100);
+	assert_true(hit.sized);
+	assert_string_equal(name_at(&ix, 0x1040), "outer"); /* the label's own address */
+	/* past the function, nothing sized holds the address: the label's implied extent does */
+	assert_int_equal(rs_symindex_lookup(&ix, 0x1100, &hit), 0);
+	assert_string_equal(hit.name, ".L15");
+	assert_false(hit.sized);
+	rs_symindex_fini(&ix);
+	(void)state;
+}
+
+/*
+ * A crafted ELF32 symbol table with the shape of i386 libc's debug file
+ * around iconv: the sized FUNC iconv and, inside it, the sizeless NOTYPE
+ * local label .L15 (values as in Debian's libc6-dbg for i386).
+ */
+static void a_sized_func_in_an_elf_symbol_table_wins_over_the_sizeless_local_label_inside_it(void **state)
+{
+	enum { TEXT = 1, SYMTAB, STRTAB, NSEC };
+	static const char strtab[] = "\0iconv\0.L15";
+	struct {
+		Elf32_Ehdr eh;
+		Elf32_Shdr sh[NSEC];
+		Elf32_Sym sym[3];
+		char str[sizeof(strtab)];
+	} im;
+	struct rs_symindex ix;
+	struct rs_symhit hit;
+	Elf *elf;
+
+	memset(&im, 0, sizeof(im));
+	memcpy(im.eh.e_ident, ELFMAG, SELFMAG);
+	im.eh.e_ident[EI_CLASS] = ELFCLASS32;
+	im.eh.e_ident[EI_DATA] = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB;
+	im.eh.e_ident[EI_VERSION] = EV_CURRENT;
+	im.eh.e_type = ET_DYN;
+	im.eh.e_machine = EM_386;
+	im.eh.e_version = EV_CURRENT;
+	im.eh.e_ehsize = sizeof(im.eh);
+	im.eh.e_shoff = offsetof(__typeof__(im), sh);
+	im.eh.e_shentsize = sizeof(im.sh[0]);
+	im.eh.e_shnum = NSEC;
+	im.eh.e_shstrndx = SHN_UNDEF; /* unnamed sections: symbols are found by section type */
+	/* .text: executable, NOBITS (no bytes needed), where iconv lies */
+	im.sh[TEXT] = (Elf32_Shdr){ .sh_type = SHT_NOBITS, .sh_flags = SHF_ALLOC | SHF_EXECINSTR,
+				    .sh_addr = 0x23c20, .sh_size = 0x200, .sh_addralign = 16 };
+	/* .symtab: sh_link its string table, sh_info the first global (locals first) */
+	im.sh[SYMTAB] = (Elf32_Shdr){ .sh_type = SHT_SYMTAB, .sh_offset = offsetof(__typeof__(im), sym),
+				      .sh_size = sizeof(im.sym), .sh_link = STRTAB, .sh_info = 2,
+				      .sh_addralign = 4, .sh_entsize = sizeof(im.sym[0]) };
+	im.sh[STRTAB] = (Elf32_Shdr){ .sh_type = SHT_STRTAB, .sh_offset = offsetof(__typeof__(im), str),
+				      .sh_size = sizeof(strtab), .sh_addralign = 1 };
+	/* [0] the null symbol; [1] .L15: local, no type, no size; [2] iconv: global function, 439 bytes */
+	im.sym[1] = (Elf32_Sym){ .st_name = 7, .st_value = 0x23cd0, .st_size = 0,
+				 .st_info = ELF32_ST_INFO(STB_LOCAL, STT_NOTYPE), .st_shndx = TEXT };
+	im.sym[2] = (Elf32_Sym){ .st_name = 1, .st_value = 0x23c20, .st_size = 439,
+				 .st_info = ELF32_ST_INFO(STB_GLOBAL, STT_FUNC), .st_shndx = TEXT };
+	memcpy(im.str, strtab, sizeof(strtab));
+
+	assert_int_not_equal(elf_version(EV_CURRENT), EV_NONE);
+	elf = elf_memory((char *)&im, sizeof(im));
+	assert_non_null(elf);
+	rs_symindex_init(&ix);
+	assert_int_equal(rs_symelf_load(elf, SHT_SYMTAB, &ix), 2);
+	assert_int_equal(rs_symindex_seal(&ix, 0), 2);
+	/* the address addr2line names iconv, 0x3e bytes past the label */
+	assert_int_equal(rs_symindex_lookup(&ix, 0x23d0e, &hit), 0);
+	assert_string_equal(hit.name, "iconv");
+	assert_int_equal(hit.start, 0x23c20);
+	assert_int_equal(hit.size, 439);
+	assert_true(hit.sized);
+	assert_string_equal(name_at(&ix, 0x23cd0), "iconv");
+	assert_string_equal(name_at(&ix, 0x23c20 + 438), "iconv");
+	rs_symindex_fini(&ix);
+	elf_end(elf);
+	(void)state;
+}
+
 static void an_empty_index_finds_nothing(void **state)
 {
 	struct rs_symindex ix;
@@ -280,6 +373,8 @@ int main(void)
 		cmocka_unit_test(every_name_of_a_function_finds_it_aliases_versions_and_locals_included),
 		cmocka_unit_test(unsized_symbols_extend_to_the_next_symbol_or_the_limit),
 		cmocka_unit_test(an_address_past_a_nested_symbol_belongs_to_the_enclosing_one),
+		cmocka_unit_test(a_sized_function_names_its_addresses_past_a_sizeless_label_inside_it),
+		cmocka_unit_test(a_sized_func_in_an_elf_symbol_table_wins_over_the_sizeless_local_label_inside_it),
 		cmocka_unit_test(an_empty_index_finds_nothing),
 		cmocka_unit_test(nm_output_with_and_without_sizes_is_parsed),
 		cmocka_unit_test(damaged_nm_lines_are_counted_and_skipped),
