@@ -6,11 +6,11 @@
  * program forks or execs is recorded too, each into its own file.
  *
  * Everything that can be checked before the program runs is: the program
- * exists and is dynamically linked (a static binary cannot preload the
- * agent), the output directory takes a file, every --call expression
- * compiles.  Then the command waits for the program, prints where the
- * file is and how to read it, and ends as the program did: its exit
- * status, or death by the same signal.
+ * exists, is of the agent's class and machine and is dynamically linked
+ * (the agent cannot be preloaded into any other), the output directory
+ * takes a file, every --call expression compiles.  Then the command waits
+ * for the program, prints where the file is and how to read it, and ends
+ * as the program did: its exit status, or death by the same signal.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,29 +118,143 @@ static void find_program(const char *prog, char *out, size_t size)
 	fail(EXIT_NOEXEC, "%s: no such program in PATH", prog);
 }
 
-/* A static ELF executable has no program interpreter, so nothing preloads into it. */
-static void check_dynamic(const char *path)
+/*
+ * What an ELF header says of the programs a file can be loaded with: its
+ * class, byte order and machine, and where its program headers are.
+ */
+struct elf_kind {
+	unsigned char class, data;
+	uint16_t machine;
+	uint64_t phoff;
+	uint16_t phnum, phentsize;
+};
+
+static uint16_t elf16(uint16_t v, bool swap)
 {
-	Elf64_Ehdr eh;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool interp = false;
+	return swap ? __builtin_bswap16(v) : v;
+}
+
+static uint32_t elf32(uint32_t v, bool swap)
+{
+	return swap ? __builtin_bswap32(v) : v;
+}
+
+static uint64_t elf64(uint64_t v, bool swap)
+{
+	return swap ? __builtin_bswap64(v) : v;
+}
+
+static bool elf_swapped(const struct elf_kind *k)
+{
+	return k->data != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB);
+}
+
+/* The header of the ELF file open at @fd: false when it is not one (a script, say). */
+static bool elf_kind_read(int fd, struct elf_kind *k)
+{
+	union {
+		unsigned char ident[EI_NIDENT];
+		Elf32_Ehdr e32;
+		Elf64_Ehdr e64;
+	} h;
+	ssize_t n = pread(fd, &h, sizeof(h), 0);
+	bool swap;
+
+	if (n < (ssize_t)sizeof(h.e32) || memcmp(h.ident, ELFMAG, SELFMAG) ||
+	    (h.ident[EI_DATA] != ELFDATA2LSB && h.ident[EI_DATA] != ELFDATA2MSB))
+		return false;
+	k->class = h.ident[EI_CLASS];
+	k->data = h.ident[EI_DATA];
+	swap = elf_swapped(k);
+	if (k->class == ELFCLASS64) {
+		if (n < (ssize_t)sizeof(h.e64))
+			return false;
+		k->machine = elf16(h.e64.e_machine, swap);
+		k->phoff = elf64(h.e64.e_phoff, swap);
+		k->phnum = elf16(h.e64.e_phnum, swap);
+		k->phentsize = elf16(h.e64.e_phentsize, swap);
+	} else {
+		/* an unknown class too: e_machine lies at the same offset in every class */
+		k->machine = elf16(h.e32.e_machine, swap);
+		k->phoff = elf32(h.e32.e_phoff, swap);
+		k->phnum = elf16(h.e32.e_phnum, swap);
+		k->phentsize = elf16(h.e32.e_phentsize, swap);
+	}
+	return true;
+}
+
+/* "64-bit x86-64", and the byte order when @other's differs. */
+static const char *elf_kind_name(const struct elf_kind *k, const struct elf_kind *other, char *buf, size_t size)
+{
+	static const struct {
+		uint16_t machine;
+		const char *name;
+	} machines[] = {
+		{ EM_386, "i386" },   { EM_X86_64, "x86-64" }, { EM_AARCH64, "aarch64" }, { EM_ARM, "arm" },
+		{ EM_RISCV, "riscv" }, { EM_PPC64, "ppc64" },  { EM_S390, "s390" },
+	};
+	char bits[16], machine[24];
+	const char *order = "";
+
+	if (k->class == ELFCLASS32 || k->class == ELFCLASS64)
+		snprintf(bits, sizeof(bits), "%d-bit", k->class == ELFCLASS32 ? 32 : 64);
+	else
+		snprintf(bits, sizeof(bits), "ELF class %u", (unsigned)k->class);
+	snprintf(machine, sizeof(machine), "ELF machine %u", (unsigned)k->machine);
+	for (size_t i = 0; i < sizeof(machines) / sizeof(machines[0]); i++)
+		if (machines[i].machine == k->machine)
+			snprintf(machine, sizeof(machine), "%s", machines[i].name);
+	if (k->data != other->data)
+		order = k->data == ELFDATA2LSB ? " little-endian" : " big-endian";
+	snprintf(buf, size, "%s%s %s", bits, order, machine);
+	return buf;
+}
+
+/*
+ * The agent is preloaded only into programs of its own class, byte order
+ * and machine (the dynamic loader skips it in any other, and the program
+ * would run unrecorded); and only into a program with an interpreter: a
+ * static ELF executable has none, so nothing preloads into it.
+ */
+static void check_dynamic(const char *path, const char *agent)
+{
+	struct elf_kind want, have;
+	int fd = open(agent, O_RDONLY | O_CLOEXEC);
+	bool ok, interp = false;
+	char a[64], b[64];
+	size_t phent;
 
 	if (fd < 0)
+		fail(EXIT_INPUT, "%s: %s", agent, strerror(errno));
+	ok = elf_kind_read(fd, &want);
+	close(fd);
+	if (!ok)
+		fail(EXIT_INPUT, "%s: not an ELF file: cannot be the agent", agent);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		fail(EXIT_NOEXEC, "%s: %s", path, strerror(errno));
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG)) {
+	if (!elf_kind_read(fd, &have)) {
 		close(fd); /* a script: its interpreter gets the agent */
 		return;
 	}
-	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+	if (have.class != want.class || have.data != want.data || have.machine != want.machine) {
 		close(fd);
-		fail(EXIT_INPUT, "%s: not a 64-bit ELF program: the agent cannot be preloaded", path);
+		fail(EXIT_INPUT, "%s: a %s program, the agent needs a %s one: it cannot be preloaded", path,
+		     elf_kind_name(&have, &want, a, sizeof(a)), elf_kind_name(&want, &have, b, sizeof(b)));
 	}
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		Elf64_Phdr ph;
+	phent = have.class == ELFCLASS32 ? sizeof(Elf32_Phdr) : sizeof(Elf64_Phdr);
+	if (have.phentsize != phent) {
+		close(fd);
+		fail(EXIT_INPUT, "%s: e_phentsize %u, expected %zu: not a program the agent can be preloaded into",
+		     path, (unsigned)have.phentsize, phent);
+	}
+	for (unsigned i = 0; i < have.phnum && !interp; i++) {
+		uint32_t type; /* p_type: the first field of both classes' program headers */
 
-		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
+		if (pread(fd, &type, sizeof(type), (off_t)(have.phoff + (uint64_t)i * have.phentsize)) !=
+		    (ssize_t)sizeof(type))
 			break;
-		interp |= ph.p_type == PT_INTERP;
+		interp = elf32(type, elf_swapped(&have)) == PT_INTERP;
 	}
 	close(fd);
 	if (!interp)
@@ -359,9 +474,9 @@ int rs_tool_record(int argc, char **argv)
 		fail(EXIT_USAGE, "record: missing PROGRAM (relstack record [OPTIONS] -- PROGRAM [ARGS])");
 
 	find_program(argv[optind], prog, sizeof(prog));
-	check_dynamic(prog);
-	check_output(out, dir, sizeof(dir));
 	find_agent(agent, sizeof(agent));
+	check_dynamic(prog, agent);
+	check_output(out, dir, sizeof(dir));
 
 	old_preload = getenv("LD_PRELOAD");
 	snprintf(preload, sizeof(preload), "%s%s%s", agent, old_preload && *old_preload ? ":" : "",

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import unittest
 
-from elf_program import elf_machine
+from elf_program import EM_386, EM_X86_64, elf_machine, elf_word_size
 
 RELSTACK, TARGET, GDB = sys.argv[1:4]
 PERF = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -34,6 +35,10 @@ PYTHON = "/usr/bin/python3"
 # are recorded where they are the same machine's (an i386 build's agent
 # cannot be preloaded into the x86-64 programs of the machine it runs on).
 BUILD_MACHINE = elf_machine(TARGET)
+# The build's C compiler (tests/system/meson.build sets CC: gcc -m32 for an i386 build).
+CC = shlex.split(os.environ.get("CC", "gcc"))
+# How the command's messages name a program's class and machine.
+KIND = {(4, EM_386): "32-bit i386", (8, EM_X86_64): "64-bit x86-64"}
 
 # A few allocations above the filter's size among python's many small ones.
 BIG_MALLOCS = "x = [bytearray(2000000 + i) for i in range(7)]"
@@ -360,12 +365,52 @@ class RecordTest(unittest.TestCase):
         self.assertTrue(self.files("env"))
         self.call_counts(self.files("env")[0], "getenv")
 
+    def other_class_program(self):
+        """A dynamically linked program of the other class than the build's: built with CC -m32
+        for an x86-64 build, Debian's own for an i386 build."""
+        if elf_word_size(TARGET) == 4:
+            program = "/usr/bin/touch"
+            if elf_word_size(program) != 8:
+                self.skipTest(f"{program} is not a 64-bit program: no program of the other class here")
+            return program
+        program, source = os.path.join(self.tmp, "prog32"), os.path.join(self.tmp, "prog32.c")
+        with open(source, "w") as f:
+            f.write("#include <stdio.h>\n"
+                    "int main(int argc, char **argv) { return argc > 1 && fopen(argv[1], \"w\") ? 0 : 1; }\n")
+        r = subprocess.run(CC + ["-m32", "-o", program, source], capture_output=True, text=True)
+        if r.returncode != 0:
+            self.skipTest(f"no 32-bit program: `{shlex.join(CC + ['-m32'])}` failed (Debian packages "
+                          f"libc6-dev-i386 and lib32gcc-12-dev): {(r.stderr.strip().splitlines() or ['?'])[0]}")
+        return program
+
+    def refusal(self, program):
+        """The command's message refusing @program, of another class or machine than the agent's."""
+        kind = KIND.get((elf_word_size(program), elf_machine(program)))
+        agent_kind = KIND.get((elf_word_size(TARGET), BUILD_MACHINE))
+        if kind is None or agent_kind is None:
+            self.skipTest(f"no names here for the machines of {program} ({elf_machine(program)}) "
+                          f"and of this build ({BUILD_MACHINE})")
+        return f"{program}: a {kind} program, the agent needs a {agent_kind} one: it cannot be preloaded"
+
+    def test_a_program_of_the_other_class_is_refused_naming_its_class_and_the_agents(self):
+        program = self.other_class_program()
+        self.assertNotEqual(elf_word_size(program), elf_word_size(TARGET))
+        marker = os.path.join(self.tmp, "ran")
+        r = self.record(program, marker)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.splitlines(), ["relstack: " + self.refusal(program)])
+        self.assertFalse(os.path.exists(marker), "the refused program ran")
+
     def test_bad_input_is_one_line_and_a_nonzero_exit(self):
+        # a static program: refused as such where it is the build's machine's, else as another machine's
+        ldconfig = "/sbin/ldconfig"
+        static = (f"{ldconfig}: statically linked: the agent cannot be preloaded"
+                  if elf_machine(ldconfig) == BUILD_MACHINE else self.refusal(ldconfig))
         cases = [
             (["--", "no-such-program-here"], 127, "no-such-program-here: no such program in PATH"),
-            (["--", "/sbin/ldconfig"], 2, "/sbin/ldconfig: statically linked: the agent cannot be preloaded"),
-            (["-o", "/dev/null/out", "--", "/bin/true"], 2, "/dev/null/out: cannot make the output directory"),
-            (["-o", "/proc/self", "--", "/bin/true"], 2, "/proc/self: output directory not writable"),
+            (["--", ldconfig], 2, static),
+            (["-o", "/dev/null/out", "--", TARGET], 2, "/dev/null/out: cannot make the output directory"),
+            (["-o", "/proc/self", "--", TARGET], 2, "/proc/self: output directory not writable"),
             (["--call", "malloc if arg0 >", "--", "/bin/true"], 1, "--call 'malloc if arg0 >': column 17:"),
             (["--call", "write if arg9 == 1", "--", "/bin/true"], 1, "column 13: arguments are arg0 to arg5"),
             (["--call", "malloc when arg0", "--", "/bin/true"], 1, "column 8: expected 'if EXPR'"),
