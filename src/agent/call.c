@@ -3,7 +3,8 @@
  * --call 'FUNCTION [if EXPR]': a stack each time a dynamically bound
  * function is called.
  *
- * Every loaded object's PLT binding (R_X86_64_JUMP_SLOT) of FUNCTION is
+ * Every loaded object's PLT binding (its CPU's JUMP_SLOT relocation, REL
+ * or RELA as DT_PLTREL says: arch/<cpu>/call-arch.h) of FUNCTION is
  * pointed at an interposer stub (arch/<cpu>/call-stub.S), which calls
  * rs_call_hit() with the argument registers and then jumps to FUNCTION
  * with all of them as they were.  Objects are patched at start-up and
@@ -33,6 +34,7 @@
 
 #include "relstack/relstack.h"
 #include "agent/agent-local.h"
+#include "call-arch.h"
 #include "agent/callexpr.h"
 #include "agent/options.h"
 
@@ -210,8 +212,8 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data)
 	const ElfW(Dyn) *dyn = NULL;
 	const ElfW(Sym) *symtab = NULL;
 	const char *strtab = NULL;
-	const ElfW(Rela) *jmprel = NULL;
-	size_t pltrelsz = 0;
+	const unsigned char *jmprel = NULL;
+	size_t pltrelsz = 0, relsz = sizeof(ElfW(Rela));
 	uintptr_t base = info->dlpi_addr, relro_lo = 0, relro_hi = 0, self = (uintptr_t)data;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	int own = 0;
@@ -245,7 +247,10 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data)
 			strtab = (const char *)dyn_ptr(base, dyn->d_un.d_ptr);
 			break;
 		case DT_JMPREL:
-			jmprel = (const ElfW(Rela) *)dyn_ptr(base, dyn->d_un.d_ptr);
+			jmprel = (const unsigned char *)dyn_ptr(base, dyn->d_un.d_ptr);
+			break;
+		case DT_PLTREL: /* REL (i386) or RELA: both start with r_offset and r_info */
+			relsz = dyn->d_un.d_val == DT_REL ? sizeof(ElfW(Rel)) : sizeof(ElfW(Rela));
 			break;
 		case DT_PLTRELSZ:
 			pltrelsz = dyn->d_un.d_val;
@@ -254,13 +259,13 @@ static int patch_object(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	if (!symtab || !strtab || !jmprel)
 		return 0;
-	for (size_t i = 0; i < pltrelsz / sizeof(ElfW(Rela)); i++) {
-		const ElfW(Rela) *r = &jmprel[i];
+	for (size_t i = 0; i < pltrelsz / relsz; i++) {
+		const ElfW(Rel) *r = (const ElfW(Rel) *)(const void *)(jmprel + i * relsz);
 		const char *name;
 
-		if (ELF64_R_TYPE(r->r_info) != R_X86_64_JUMP_SLOT)
+		if (RS_ARCH_R_TYPE(r->r_info) != RS_ARCH_JUMP_SLOT)
 			continue;
-		name = strtab + symtab[ELF64_R_SYM(r->r_info)].st_name;
+		name = strtab + symtab[RS_ARCH_R_SYM(r->r_info)].st_name;
 		for (unsigned k = 0; k < nhooks; k++) {
 			void **slot = (void **)(base + r->r_offset);
 			void *stub = rs_call_stubs + k * RS_STUB_SIZE;
