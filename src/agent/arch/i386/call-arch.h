@@ -8,6 +8,6 @@
 /* a relocation's type and symbol, of this CPU's ELF class */
 #define RS_ARCH_R_TYPE(info) ELF32_R_TYPE(info)
 #define RS_ARCH_R_SYM(info) ELF32_R_SYM(info)
-#define RS_ARCH_JUMP_SLOT R_386_JUMP_SLOT
+#define RS_ARCH_JUMP_SLOT R_386_JMP_SLOT
 
 #endif
