@@ -13,9 +13,9 @@
  * (`stp x29, x30, [sp, #-N]!; mov x29, sp`), so the CFA is x29 + N, with
  * N the function's: only its CFI row knows (RS_ARCH_RECORD_TOPS_FRAME).
  * And the CFA stays on the stack pointer (the prologue's CFI saves x29
- * and x30 but never moves the CFA to x29), so whether a function keeps a
- * frame record is read from its saving x29 (RS_ARCH_FP_BY_SAVE,
- * fpcheck.c).
+ * and x30 but never moves the CFA to x29), so no row says where x29
+ * points: no row is a frame-record row (cfi.h, rs_cfi_row_is_record()),
+ * and frames are walked by their CFI (RS_ARCH_FP_BY_SAVE).
  *
  * Return addresses may carry a pointer-authentication code in their upper
  * bits (code built with -mbranch-protection=pac-ret signs x30 before
@@ -64,7 +64,7 @@
 
 /* The record is at the bottom of its frame: CFA = record + N, N per function. */
 #define RS_ARCH_RECORD_TOPS_FRAME 0
-/* A function keeps a frame record when its CFI saves x29 (the CFA stays on sp). */
+/* A frame record shows in CFI only as x29 saved, the CFA on sp: no row proves a record (tests' premise). */
 #define RS_ARCH_FP_BY_SAVE 1
 /* The return address column is a register (x30): unsaved, it is still there. */
 #define RS_ARCH_RA_IN_REGISTER 1

@@ -39,7 +39,7 @@
 
 /* The record tops its frame: the CFA is the record + RS_ARCH_FRAME_SIZE. */
 #define RS_ARCH_RECORD_TOPS_FRAME 1
-/* A function keeps a frame pointer when its CFI moves the CFA to %rbp (fpcheck.c). */
+/* A function's CFI moves the CFA to %rbp where it keeps a frame record: rows can prove records (cfi.h). */
 #define RS_ARCH_FP_BY_SAVE 0
 /* The return address column is no register: a return address is always on the stack. */
 #define RS_ARCH_RA_IN_REGISTER 0
