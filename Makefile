@@ -8,17 +8,29 @@ FUZZ_SECONDS ?= 60
 # `make fuzz` also runs the generated-program test (tests/gen/run.py) this
 # long on the plain build; 0 leaves it out.  RELSTACK_GEN_SEED sets its base seed.
 GEN_SECONDS ?= 900
+# TIMED runs a command and prints how long it took.
+TIMED = ./scripts/timed.sh
 
-.PHONY: all deps demo check check-cross test check-asan check-tsan bench fuzz install clean
+.PHONY: all deps deps-demo demo check check-cross test check-asan check-tsan bench fuzz install clean
 
-all: $(BUILD)/build.ninja
+# `make demo` configures the build without the tests and benchmarks (it
+# installs only what the demo needs); `make all` turns them on.
+all: deps $(BUILD)/build.ninja
+	@$(MESON) introspect $(BUILD) --buildoptions | python3 -c \
+		'import json,sys; o={x["name"]: x["value"] for x in json.load(sys.stdin)}; sys.exit(not (o["tests"] and o["benchmarks"]))' || \
+		$(MESON) configure $(BUILD) -Dtests=true -Dbenchmarks=true
 	ninja -C $(BUILD)
 
+# The Debian packages: deps-demo what the demo needs, deps everything.
 deps:
-	@./scripts/install-deps.sh
+	@$(TIMED) "Debian packages for make check" ./scripts/install-deps.sh check
 
-$(BUILD)/build.ninja: | deps
-	$(MESON) setup $(BUILD) --buildtype=debugoptimized -Dwerror=true
+deps-demo:
+	@$(TIMED) "Debian packages for make demo" ./scripts/install-deps.sh demo
+
+$(BUILD)/build.ninja: | deps-demo
+	$(MESON) setup $(BUILD) --buildtype=debugoptimized -Dwerror=true \
+		$(if $(filter demo,$(MAKECMDGOALS)),-Dtests=false -Dbenchmarks=false)
 
 $(ASAN)/build.ninja: | deps
 	$(MESON) setup $(ASAN) --buildtype=debug -Dwerror=true \
@@ -37,7 +49,7 @@ $(FUZZB)/build.ninja: | deps
 # benchmarks too.
 DEMO_TARGETS = tools/relstack demo/relstack-demo demo/librelstack-demo-plugin.so
 
-demo: $(BUILD)/build.ninja
+demo: deps-demo $(BUILD)/build.ninja
 	ninja -C $(BUILD) $(DEMO_TARGETS)
 	./scripts/demo.sh $(BUILD)
 
@@ -47,8 +59,7 @@ test: all
 # Every test: the plain build, the whole suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, the concurrency suite
 # under ThreadSanitizer, and a short fuzzing run.
-# Each part says how long it took (TIMED runs a command and prints that).
-TIMED = ./scripts/timed.sh
+# Each part says how long it took.
 
 check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
 	$(TIMED) "plain test suite" $(MESON) test -C $(BUILD) --print-errorlogs --no-suite linux
