@@ -80,10 +80,11 @@ check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
 CROSS_ARCHES ?= i386 aarch64
 
 check-cross: all
-	@for a in $(CROSS_ARCHES); do \
+	@failed=""; for a in $(CROSS_ARCHES); do \
 		s=0; $(TIMED) "cross check $$a" ./scripts/cross-check.sh $$a $(BUILD) || s=$$?; \
-		if [ $$s -eq 77 ]; then echo "== cross check $$a: skipped"; elif [ $$s -ne 0 ]; then exit $$s; fi; \
-	done
+		if [ $$s -eq 77 ]; then echo "== cross check $$a: skipped"; elif [ $$s -ne 0 ]; then failed="$$failed $$a"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "== cross check failed for:$$failed" >&2; exit 1; fi
 
 bench: all
 	./scripts/bench.sh $(BUILD)

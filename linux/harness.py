@@ -39,7 +39,11 @@ BOOTS = 2
 BOOT_TIMEOUT = 300
 GIT_ENV = {"GIT_AUTHOR_NAME": "relstack", "GIT_AUTHOR_EMAIL": "relstack@example.org",
            "GIT_COMMITTER_NAME": "relstack", "GIT_COMMITTER_EMAIL": "relstack@example.org",
-           "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
+           "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
+           # no `git gc --auto` repacking the kernel tree in the background
+           # while the kernel builds
+           "GIT_CONFIG_COUNT": "2", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONFIG_VALUE_0": "0",
+           "GIT_CONFIG_KEY_1": "maintenance.auto", "GIT_CONFIG_VALUE_1": "false"}
 
 steps = []
 
@@ -104,12 +108,21 @@ def write(path, text):
         f.write(text)
 
 
+def native_arch():
+    return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
+
+
 def missing_packages():
+    """The packages whose native (or Architecture: all) copy is not
+    installed: dpkg-query lists every architecture's copy, and the cross
+    builds' i386 and arm64 copies of libelf-dev must not count."""
+    native = native_arch()
     missing = []
     for p in PACKAGES:
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", p],
+        r = subprocess.run(["dpkg-query", "-W", "-f=${Architecture} ${Status}\\n", p],
                            capture_output=True, text=True)
-        if "install ok installed" not in r.stdout:
+        if not any(line in (f"{native} install ok installed", "all install ok installed")
+                   for line in r.stdout.splitlines()):
             missing.append(p)
     return missing
 
@@ -124,10 +137,13 @@ def ensure_packages():
         return
     if os.geteuid() != 0:
         raise Skip("packages missing and not root to install them: " + " ".join(missing))
-    r = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends"] + missing,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # never removes a package (--no-remove): it fails instead, and says so
+    native = native_arch()
+    r = subprocess.run(["apt-get", "install", "-y", "-q", "--no-remove", "--no-install-recommends"]
+                       + [f"{p}:{native}" for p in missing], capture_output=True, text=True)
     if r.returncode != 0 or missing_packages():
-        raise Skip("cannot install packages: " + " ".join(missing_packages()))
+        err = [line for line in (r.stdout + r.stderr).splitlines() if line.startswith("E:")]
+        raise Skip("cannot install packages: " + " ".join(missing_packages()) + (": " + err[0] if err else ""))
 
 
 def prepare_source(build, patches):

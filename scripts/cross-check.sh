@@ -25,6 +25,7 @@
 # it and its library are unpacked into build-ARCH-sysroot, never
 # installed, and pkg-config finds them there.
 #
+# Every part runs; the failures are listed at the end.
 # Exit status: 0 when the build and every test passed, 77 when ARCH cannot
 # be built on this machine, anything else a failure.
 set -eu
@@ -121,16 +122,34 @@ apt_install() {
 	}
 }
 
+# Fetches the package indexes of the native architecture and ARCH only.
+# A Multi-Arch: same library must be the same version in every
+# architecture, so a foreign index older than the native one (a mirror
+# that served one file of a repository badly makes apt keep that whole
+# repository's old indexes) leaves the foreign copy uninstallable; an
+# index of a third architecture failing must not hold back this one.
+refreshed=false
+refresh() {
+	$refreshed && return 1
+	refreshed=true
+	[ "$(id -u)" -eq 0 ] || return 1
+	echo "cross-check: $arch: fetching the package indexes of $(dpkg --print-architecture) and $debarch again" >&2
+	apt-get update -qq -o APT::Architectures::="$(dpkg --print-architecture)" -o APT::Architectures::="$debarch" >&2 ||
+		echo "cross-check: $arch: apt-get update failed for some index (above); going on with what apt has" >&2
+}
+
 install_deps() {
 	if ! dpkg --print-foreign-architectures | grep -qx "$debarch" && [ "$debarch" != "$(dpkg --print-architecture)" ]; then
 		[ "$(id -u)" -eq 0 ] || skip "dpkg has no $debarch architecture and this is not root (dpkg --add-architecture $debarch)"
 		dpkg --add-architecture "$debarch"
-		apt-get update -qq || true # a mirror's missing index costs only what it lists
+		refresh || true
 	fi
 	# shellcheck disable=SC2086
-	why=$(apt_install $tools $(foreign $capture_libs)) || skip "$why"
+	why=$(apt_install $tools $(foreign $capture_libs)) || why=$(refresh && apt_install $tools $(foreign $capture_libs)) ||
+		skip "$why"
 	# shellcheck disable=SC2086
-	if why=$(apt_install $(foreign $decode_libs $decode_run)); then
+	if why=$(apt_install $(foreign $decode_libs $decode_run)) ||
+		why=$(refresh && apt_install $(foreign $decode_libs $decode_run)); then
 		decode=true
 	else
 		decode=false
@@ -169,15 +188,29 @@ else
 fi
 $timed "$arch: build" ninja -C "$build" -j2
 
+# Every part runs even when an earlier one failed (the cross-file tests
+# do not need the ARCH suites to pass): the failures are listed at the end.
+failed=""
 suites=""
 for s in $no_suites; do suites="$suites --no-suite $s"; done
 echo "cross-check: $arch: not run: suites$suites (why: ${no_suites_why:-scripts/cross-check.sh})"
 # shellcheck disable=SC2086
-$timed "$arch: test suites" meson test -C "$build" --print-errorlogs --num-processes 2 $suites
+$timed "$arch: test suites" meson test -C "$build" --print-errorlogs --num-processes 2 $suites ||
+	failed="$failed
+  the $arch test suites (meson test -C $build$suites)"
 
 # The cross-file tests need the native decoder.
 if [ ! -x "$native/tools/relstack" ]; then
-	echo "cross-check: $native/tools/relstack missing: build the native build first (make all)" >&2
+	failed="$failed
+  the cross-file tests: $native/tools/relstack is missing (build the native build first: make all)"
+else
+	$timed "$arch: cross-file tests" python3 tests/cross/test_cross_files.py "$arch" "$native" "$build" ||
+		failed="$failed
+  the cross-file tests (python3 tests/cross/test_cross_files.py $arch $native $build)"
+fi
+
+if [ -n "$failed" ]; then
+	echo "cross-check: $arch: failed:$failed" >&2
 	exit 1
 fi
-$timed "$arch: cross-file tests" python3 tests/cross/test_cross_files.py "$arch" "$native" "$build"
+echo "cross-check: $arch: every part passed"

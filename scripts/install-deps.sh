@@ -170,7 +170,9 @@ if [ -n "$list" ]; then
 	fi
 	echo "install-deps: $profile: installing $(echo "$list" | wc -l) packages:" $list
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
+	# an index that fails (a mirror in sync) costs only what it lists;
+	# the simulation below says what cannot be installed
+	apt-get update -qq || echo "install-deps: apt-get update failed for some index (above); going on with what apt has" >&2
 	# shellcheck disable=SC2086
 	sim=$(apt-get install -s --no-install-recommends $list 2>&1) || {
 		echo "install-deps: apt-get cannot install them:" >&2
