@@ -34,19 +34,7 @@
  * DEPTH distinct functions (each its own code, so return addresses
  * differ as in a real program) lead from main to the capture loop.
  */
-#define UNW_LOCAL_ONLY
 #include <dlfcn.h>
-#ifdef RS_BENCH_LIBUNWIND
-#include <libunwind.h>
-#else
-/* A cross build without the architecture's libunwind (bench/meson.build): its methods report nothing. */
-static int unw_backtrace(void **buffer, int size)
-{
-	(void)buffer;
-	(void)size;
-	return -1;
-}
-#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +60,15 @@ static const char *const method_names[NMETHODS] = {
 };
 
 static int (*glibc_backtrace)(void **, int);
+/*
+ * libunwind's unw_backtrace(), from the run-time library libunwind.so.8
+ * (Debian's libunwind8): dlopen'ed, not linked, so that the benchmark
+ * needs no libunwind-dev, which cannot be installed beside LLVM's
+ * libunwind-14-dev (libc++'s); a call through the pointer costs what the
+ * call through the PLT of a linked library does.  Without the library
+ * (a cross build's architecture may lack it) its methods report nothing.
+ */
+static int (*unw_backtrace)(void **, int);
 
 struct run {
 	enum method m;
@@ -118,7 +115,7 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 			n = fp_walk((uintptr_t *)words, MAXW);
 			break;
 		case UNW_BACKTRACE:
-			n = unw_backtrace(ptrs, MAXW);
+			n = unw_backtrace ? unw_backtrace(ptrs, MAXW) : -1;
 			break;
 		case GLIBC:
 			n = glibc_backtrace(ptrs, MAXW);
@@ -131,7 +128,7 @@ __attribute__((noinline)) static void capture_loop(struct run *r)
 			n = relstack_capture(words, MAXW, 0, 0, &v);
 			break;
 		case UNW_QSORT:
-			n = unw_backtrace(ptrs, MAXW);
+			n = unw_backtrace ? unw_backtrace(ptrs, MAXW) : -1;
 			break;
 		case RELSTACK_CHECK:
 			n = relstack_capture(words, MAXW, 0, RELSTACK_CAPTURE_CHECK, &v);
@@ -305,6 +302,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memcpy(&glibc_backtrace, &sym, sizeof(glibc_backtrace)); /* POSIX: dlsym names a function */
+	void *unw = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+
+	sym = unw ? dlsym(unw, "unw_backtrace") : NULL;
+	if (sym)
+		memcpy(&unw_backtrace, &sym, sizeof(unw_backtrace));
+	else
+		fprintf(stderr, "bench_capture: libunwind.so.8 (Debian libunwind8) not found: no libunwind methods\n");
 	chain_init();
 	relstack_objtab__refresh();
 

@@ -45,7 +45,7 @@ timed=./scripts/timed.sh
 # compiler's packages, the capture side's libraries and what the
 # decoder's programs need to run beyond the decoder's libraries (both
 # installed as PKG:DEBARCH), the suites the ARCH build cannot run and why.
-decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind-dev"
+decode_libs="libelf-dev libdw-dev libdebuginfod-dev zlib1g-dev libtracefs-dev libtraceevent-dev libunwind8"
 case $arch in
 i386)
 	debarch=i386 multiarch=i386-linux-gnu

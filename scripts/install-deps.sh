@@ -47,6 +47,7 @@ native=$(dpkg --print-architecture)
 #                pkg-config describes it (the library of this architecture)
 #   file PATH    PATH exists
 #   cc FLAGS     clang links a program with FLAGS (the sanitizer runtimes)
+#   so NAME      the dynamic linker finds the library NAME (no -dev package)
 # "kernel" is the check profile's part for the linux/ harness, which
 # builds and boots an x86-64 kernel.
 table() {
@@ -65,7 +66,7 @@ demo   libtracefs-dev      pc libtracefs
 demo   libtraceevent-dev   pc libtraceevent
 demo   libtracecmd-dev     pc libtracecmd
 check  libcmocka-dev       pc cmocka
-check  libunwind-dev       pc libunwind
+check  libunwind8          so libunwind.so.8
 check  clang               cmd clang
 check  libclang-rt-14-dev  cc -fsanitize=fuzzer,address,undefined
 check  llvm-14             cmd llvm-symbolizer-14
@@ -129,6 +130,10 @@ holds() { # KIND WHAT...
 			echo "the native compiler cannot link it: $(echo "$out" | grep -m1 -E 'error|cannot|wrong' || echo "$out" | head -1)"
 			return 1
 		}
+		;;
+	so)
+		printf '#include <dlfcn.h>\nint main(void) { return !dlopen("%s", RTLD_NOW); }\n' "$1" |
+			${CC:-cc} -x c - -o "$tmp/so" -ldl 2>/dev/null && "$tmp/so" || { echo "no $1 for the native programs"; return 1; }
 		;;
 	cc)
 		out=$(printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' |
