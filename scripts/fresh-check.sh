@@ -7,10 +7,10 @@
 # toolchain a developer's Debian machine usually has (IMAGE_PACKAGES
 # below), clones this checkout's HEAD into it, and runs `make demo` and
 # then `make check` inside the chroot, with /proc, /sys (tracefs
-# included), /dev bound in.  Prints how long each step took and a summary
-# at the end.  Every exit path stops what runs in the chroot and unmounts
-# what it mounted; DIR itself is left for inspection (the next run empties
-# it).
+# included) and /dev bound in and the chroot's root a mount point of its
+# own.  Prints how long each step took and a summary at the end.  Every
+# exit path stops what runs in the chroot and unmounts what it mounted;
+# DIR itself is left for inspection (the next run empties it).
 #
 # Needs root and the Debian archive (MIRROR, SECURITY_MIRROR).  Not part
 # of `make check`: it downloads a whole system.
@@ -93,7 +93,8 @@ fi
 rm -rf "$dir"
 mkdir -p "$dir"
 
-timed "debootstrap $SUITE (minbase)" debootstrap --variant=minbase "$SUITE" "$dir" "$MIRROR" >"$dir.debootstrap.log" 2>&1 || {
+timed "debootstrap $SUITE (minbase)" sh -c 'debootstrap --variant=minbase "$1" "$2" "$3" >"$2.debootstrap.log" 2>&1' \
+	sh "$SUITE" "$dir" "$MIRROR" || {
 	tail -20 "$dir.debootstrap.log" >&2
 	exit 1
 }
@@ -108,6 +109,10 @@ cp /etc/resolv.conf "$dir/etc/resolv.conf"
 printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
 chmod +x "$dir/usr/sbin/policy-rc.d"
 
+# The chroot's root is a mount point, as a machine's is (unshare -m
+# makes / private, which fails on a directory that is not one).
+mount --bind "$dir" "$dir"
+mount --make-private "$dir"
 mount -t proc proc "$dir/proc"
 mount --rbind /sys "$dir/sys"
 mount --make-rslave "$dir/sys"

@@ -80,6 +80,7 @@ check  linux-perf          cmd perf
 check  trace-cmd           cmd trace-cmd
 check  protobuf-compiler   cmd protoc
 check  chromium            cmd chromium
+check  golang-go           cmd go
 kernel linux-source-6.1    file /usr/src/linux-source-6.1.tar.xz
 kernel qemu-system-x86     cmd qemu-system-x86_64
 kernel bc                  cmd bc
