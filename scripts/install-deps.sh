@@ -110,8 +110,12 @@ native_installed() {
 		grep -Eq "^($native|all) install ok installed\$"
 }
 
+# A tool already on PATH is not asked for again, whoever installed it
+# (Node.js's own packages, a Python of the user's): what counts is that
+# it runs.  A library counts only as the native Debian package.
 missing() {
-	rows | while read -r pkg _; do
+	rows | while read -r pkg kind what; do
+		[ "$kind" = cmd ] && command -v "$what" >/dev/null 2>&1 && continue
 		native_installed "$pkg" || echo "$pkg:$native"
 	done
 }

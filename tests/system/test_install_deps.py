@@ -17,6 +17,7 @@ Usage: test_install_deps.py SCRIPT
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,19 +91,35 @@ class InstallDeps(unittest.TestCase):
         self.bin = os.path.join(self.tmp.name, "bin")
         os.mkdir(self.bin)
         for name, text in [("dpkg", FAKE_DPKG), ("dpkg-query", FAKE_DPKG_QUERY), ("apt-get", FAKE_APT_GET),
-                           ("id", FAKE_ID), ("pkg-config", FAKE_PKG_CONFIG)]:
+                           ("id", FAKE_ID)]:
             path = os.path.join(self.bin, name)
             with open(path, "w") as f:
                 f.write(text)
             os.chmod(path, 0o755)
         self.log = os.path.join(self.tmp.name, "log")
+        # PATH holds the fakes and the few real tools the script runs, so
+        # that what this machine happens to have installed plays no part
+        self.sys = os.path.join(self.tmp.name, "sys")
+        os.mkdir(self.sys)
+        for tool in ("sh", "cat", "grep", "sed", "tr", "wc", "mktemp", "rm", "dirname", "head", "tail", "awk"):
+            real = shutil.which(tool)
+            self.assertIsNotNone(real, f"{tool} is needed to run the script")
+            os.symlink(real, os.path.join(self.sys, tool))
+
+    def fake(self, *names, text="#!/bin/sh\nexit 0\n"):
+        """Commands on PATH that succeed and do nothing."""
+        for name in names:
+            path = os.path.join(self.bin, name)
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o755)
 
     def tearDown(self):
         self.tmp.cleanup()
 
     def run_script(self, *args, state="foreign", native="amd64", all_pkgs="", removes="", no_pc=""):
         foreign = " ".join(a for a in ("i386", "arm64", "amd64") if a != native)
-        env = dict(os.environ, PATH=self.bin + ":" + os.environ["PATH"], FAKE_STATE=state, FAKE_NATIVE=native,
+        env = dict(os.environ, PATH=self.bin + ":" + self.sys, FAKE_STATE=state, FAKE_NATIVE=native,
                    FAKE_FOREIGN=foreign, FAKE_ALL=all_pkgs, FAKE_REMOVES=removes, FAKE_NO_PC=no_pc,
                    FAKE_LOG=self.log)
         return subprocess.run(["sh", SCRIPT, *args], env=env, capture_output=True, text=True, timeout=120)
@@ -145,6 +162,20 @@ class InstallDeps(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(sorted(p.stdout.split()), sorted(x + ":amd64" for x in DEMO))
 
+    def test_a_tool_on_path_is_not_asked_for(self):
+        # a command that runs counts, whoever installed it; a library does not
+        for name in ("protoc", "meson"):
+            path = os.path.join(self.bin, name)
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\nexit 0\n")
+            os.chmod(path, 0o755)
+        p = self.run_script("check", "--print-missing")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        asked = p.stdout.split()
+        self.assertNotIn("protobuf-compiler:amd64", asked)
+        self.assertNotIn("meson:amd64", asked)
+        self.assertIn("libelf-dev:amd64", asked)
+
     def test_demo_asks_for_the_demo_only(self):
         p = self.run_script("demo", "--print-missing")
         self.assertEqual(p.returncode, 0, p.stderr)
@@ -163,6 +194,8 @@ class InstallDeps(unittest.TestCase):
 
     def test_install_then_post_condition_names_the_package(self):
         # dpkg calls everything installed after the install, but libtracecmd does not link
+        self.fake("cc", "gcc", "make", "meson", "ninja", "python3")
+        self.fake("pkg-config", text=FAKE_PKG_CONFIG)
         p = self.run_script("demo", state="native", no_pc="libtracecmd")
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertRegex(p.stderr, r"package libtracecmd-dev is installed but pkg-config: Package libtracecmd was not found")
