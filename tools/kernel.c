@@ -84,6 +84,14 @@ static void report_stale(void)
 				"'relstack kernel clean' removes it\n", names[i]);
 }
 
+/* The readiness line (relstack(1)): whoever waits for the recording to start reads it. */
+static void say_recording(const char *instance, void *ctx)
+{
+	const struct rs_krecord_opts *o = ctx;
+
+	fprintf(stderr, "relstack kernel record: recording in tracefs instance %s into %s\n", instance, o->output);
+}
+
 static bool parse_event(const char *arg, struct rs_kevent_spec *e)
 {
 	const char *colon = strchr(arg, ':'), *filter;
@@ -177,6 +185,8 @@ static int cmd_record(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	o.on_recording = say_recording;
+	o.ctx = &o;
 	o.errbuf = err;
 	o.errbuf_sz = sizeof(err);
 	ret = rs_krecord(&o, &st);

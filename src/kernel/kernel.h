@@ -252,6 +252,13 @@ struct rs_krecord_opts {
 	 * the instance's buffer must hold the whole recording.
 	 */
 	const char *check_text;
+	/*
+	 * Called once, when the instance exists with its events on and
+	 * tracing is on: every event from then on is recorded.  @argv
+	 * starts after it returns.  NULL: not called.
+	 */
+	void (*on_recording)(const char *instance, void *ctx);
+	void *ctx;                     /* for on_recording */
 	char *errbuf;                  /* one line on failure */
 	size_t errbuf_sz;
 };

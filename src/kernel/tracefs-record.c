@@ -88,25 +88,63 @@ static void krun_end(struct krun *s)
 	}
 }
 
-/* The events' systems, plus ftrace (kernel_stack) and module, for the parser. */
-static const char **systems_of(const struct rs_krecord_opts *o)
+/* A system's or an event's name that stays inside events/ when it joins a path. */
+static bool plain_name(const char *s)
 {
-	const char **v = calloc(o->nevents + 3, sizeof(*v));
-	unsigned n = 0;
+	return s[0] && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
 
-	if (!v)
+/* An event's format into @tep, unless it is there already or the kernel has no such event. */
+static void load_event(struct tep_handle *tep, const char *system, const char *event)
+{
+	char *fmt;
+	int len = 0;
+
+	if (!plain_name(system) || !plain_name(event) || tep_find_event_by_name(tep, system, event))
+		return;
+	fmt = tracefs_event_file_read(NULL, system, event, "format", &len);
+	if (fmt && len > 0)
+		tep_parse_event(tep, fmt, (unsigned long)len, system);
+	free(fmt);
+}
+
+static void load_system(struct tep_handle *tep, const char *dir, const char *system)
+{
+	char **events = tracefs_system_events(dir, system);
+
+	for (size_t i = 0; events && events[i]; i++)
+		load_event(tep, system, events[i]);
+	tracefs_list_free(events);
+}
+
+/*
+ * The event formats the pages are read with, and only those: the header
+ * page, the systems the converter searches (ftrace for kernel_stack and
+ * kernel_stack_rel, module for the module events) and each recorded
+ * event's own format.  Not tracefs_local_events_system(): it also reads
+ * /proc/kallsyms, saved_cmdlines and printk_formats into the handle,
+ * which only printing an event uses, and kallsyms is the bulk of its
+ * work.  An event the kernel lacks is simply not in the handle.
+ */
+static struct tep_handle *load_formats(const struct rs_krecord_opts *o, const char *dir)
+{
+	struct tep_handle *tep;
+	int len = 0;
+	char *hp = tracefs_instance_file_read(NULL, "events/header_page", &len);
+
+	tep = hp && len > 0 ? tep_alloc() : NULL;
+	if (tep)
+		tep_parse_header_page(tep, hp, (unsigned long)len, (int)sizeof(long));
+	free(hp);
+	if (!tep)
 		return NULL;
-	v[n++] = "ftrace";
-	v[n++] = "module";
-	for (unsigned i = 0; i < o->nevents; i++) {
-		bool dup = false;
-
-		for (unsigned k = 0; k < n; k++)
-			dup |= !strcmp(v[k], o->events[i].system);
-		if (!dup)
-			v[n++] = o->events[i].system;
-	}
-	return v;
+	load_system(tep, dir, "ftrace");
+	load_system(tep, dir, "module");
+	for (unsigned i = 0; i < o->nevents; i++)
+		load_event(tep, o->events[i].system, o->events[i].event);
+	/* the word size of the kernel's pages, as tracefs_local_events() sets it */
+	tep_set_long_size(tep, tep_get_header_page_size(tep));
+	return tep;
 }
 
 static int read_pages(struct krun *s, bool flush)
@@ -199,7 +237,6 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 	uint8_t bid[RELSTACK_BUILD_ID_MAX];
 	int bid_len = 0, ret, go_fd = -1;
 	int *ids = NULL;
-	const char **systems = NULL;
 	const char *dir;
 	char name[64];
 	double t0;
@@ -223,8 +260,7 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 		ret = fail(o, -errno, "kernel object table: %s", strerror(errno));
 		goto out;
 	}
-	systems = systems_of(o);
-	s.tep = systems ? tracefs_local_events_system(NULL, systems) : NULL;
+	s.tep = load_formats(o, dir);
 	if (!s.tep) {
 		ret = fail(o, -ENOENT, "%s/events: cannot read the event formats", dir);
 		goto out;
@@ -326,7 +362,12 @@ int rs_krecord(const struct rs_krecord_opts *o, struct rs_krecord_stats *st)
 			goto out;
 		}
 	}
-	tracefs_trace_on(s.inst);
+	if (tracefs_trace_on(s.inst) < 0) {
+		ret = fail(o, -EIO, "%s: cannot turn tracing on", name);
+		goto out;
+	}
+	if (o->on_recording)
+		o->on_recording(name, o->ctx);
 	if (go_fd >= 0) {
 		if (write(go_fd, "g", 1) != 1) {
 			ret = fail(o, -EPIPE, "%s: cannot start it", o->argv[0]);
@@ -374,7 +415,6 @@ out:
 		close(go_fd);
 	krun_end(&s);
 	free(ids);
-	free(systems);
 	return ret;
 }
 
