@@ -116,10 +116,13 @@ apt_install() {
 		echo "installing would remove: $(echo "$sim" | sed -n 's/^Remv \([^ ]*\).*/\1/p' | tr '\n' ' ')"
 		return 1
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1 || {
+	echo "cross-check: $arch: installing $* ($(echo "$sim" | grep -c '^Inst') packages with their dependencies)" >&2
+	t=$(date +%s)
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-remove --no-install-recommends "$@" >/dev/null 2>&1 || {
 		echo "apt-get install $* failed"
 		return 1
 	}
+	echo "cross-check: $arch: installed in $(($(date +%s) - t)) s" >&2
 }
 
 # Fetches the package indexes of the native architecture and ARCH only.
