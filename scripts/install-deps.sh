@@ -7,7 +7,8 @@
 #          pkg-config and the libraries the relstack command links;
 #   check  (the default) everything `make check` needs besides: the test
 #          framework, the sanitizers' and libFuzzer's runtimes, the
-#          independent tools the tests compare with, the kernel patch
+#          independent tools the tests compare with (and, from the npm
+#          registry, speedscope: scripts/install-test-tools.sh), the kernel patch
 #          series' harness (kernel source, QEMU) and, last, the cross
 #          builds' compilers and libraries (scripts/cross-check.sh --install).
 # --print-missing prints the packages that would be installed, one per
@@ -81,6 +82,8 @@ check  trace-cmd           cmd trace-cmd
 check  protobuf-compiler   cmd protoc
 check  chromium            cmd chromium
 check  golang-go           cmd go
+check  nodejs              cmd node
+check  npm                 cmd npm
 kernel linux-source-6.1    file /usr/src/linux-source-6.1.tar.xz
 kernel qemu-system-x86     cmd qemu-system-x86_64
 kernel bc                  cmd bc
@@ -213,8 +216,13 @@ check_all || {
 	exit 1
 }
 
-# The cross builds' packages, after every native one.
+# The tools the tests take from the npm registry (speedscope's app), then
+# the cross builds' packages, after every native one.
 if [ "$profile" = check ]; then
+	./scripts/install-test-tools.sh >&2 || {
+		echo "install-deps: the npm test tools (scripts/install-test-tools.sh) cannot be installed" >&2
+		exit 1
+	}
 	for arch in i386 aarch64; do
 		./scripts/cross-check.sh --install "$arch" || [ $? -eq 77 ]
 	done

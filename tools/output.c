@@ -371,6 +371,7 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 		.format = o->top ? RELSTACK_PRESENT_TOP : o->format,
 		.which = o->run,
 		.top = o->top,
+		.no_verdict = o->no_verdict,
 		/* colour only where a person reads it: `report | less` gets plain text */
 		.color = o->color == RS_COLOR_ALWAYS || (o->color == RS_COLOR_AUTO && isatty(STDOUT_FILENO)),
 	};

@@ -35,6 +35,7 @@ struct rs_tool_opts {
 	bool no_demangle;
 	enum { RS_COLOR_AUTO, RS_COLOR_ALWAYS, RS_COLOR_NEVER } color; /* report, text format */
 	unsigned top; /* report --top N: the N most frequent stacks (folded collection) */
+	bool no_verdict; /* unreliable stacks not kept apart (folded, perf-script, speedscope, top) */
 };
 
 /* Print one line "relstack: ..." (and "Try 'HINT --help'." unless @hint is NULL), exit with @status. */

@@ -105,7 +105,9 @@ static const char info_usage[] =
 	"                           TIME: +SECONDS from the run's start, or UTC\n" \
 	"                           YYYY-MM-DDTHH:MM:SS[.fraction]\n" \
 	"  --format FORMAT          text (default), json, folded, pprof, perf-script,\n" \
-	"                           speedscope or html\n"
+	"                           speedscope or html\n" \
+	"  --no-verdict             folded, perf-script, speedscope, top: unreliable\n" \
+	"                           stacks added to the others, no [unreliable] frame\n"
 
 static const char dump_usage[] =
 	"Usage: relstack dump [OPTIONS] FILE\n"
@@ -145,6 +147,7 @@ enum {
 	OPT_NO_DEMANGLE,
 	OPT_DEBUGINFOD,
 	OPT_COLOR,
+	OPT_NO_VERDICT,
 };
 
 static const struct option long_opts[] = {
@@ -163,6 +166,7 @@ static const struct option long_opts[] = {
 	{ "no-demangle", no_argument, NULL, OPT_NO_DEMANGLE },
 	{ "debuginfod", required_argument, NULL, OPT_DEBUGINFOD },
 	{ "color", required_argument, NULL, OPT_COLOR },
+	{ "no-verdict", no_argument, NULL, OPT_NO_VERDICT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -219,6 +223,7 @@ static bool parse_time(const char *s, struct rs_time_bound *t)
 static void parse_args(int argc, char **argv, const char *usage, bool decode_opts, bool symbol_opts,
 		       struct rs_tool_opts *o)
 {
+	const char *format = "text";
 	int c, idx;
 
 	o->lines = true;
@@ -226,7 +231,7 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", long_opts, &idx)) != -1) {
-		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL;
+		bool dec = c == OPT_TID || c == OPT_EVENT || c == OPT_SINCE || c == OPT_UNTIL || c == OPT_NO_VERDICT;
 		bool sym = c == OPT_DEBUG_DIR || c == OPT_SYMBOLS || c == OPT_NO_LINES || c == OPT_NO_INLINES ||
 			   c == OPT_TOP || c == OPT_NO_DEMANGLE || c == OPT_DEBUGINFOD || c == OPT_COLOR;
 
@@ -275,6 +280,7 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 				usage_error("--format: expected %s, not '%s'", decode_opts ?
 					    "text, json, folded, pprof, perf-script, speedscope or html" :
 					    "text or json", optarg);
+			format = optarg;
 			break;
 		case OPT_COLOR:
 			if (strcmp(optarg, "auto") == 0)
@@ -313,6 +319,9 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 		case OPT_NO_DEMANGLE:
 			o->no_demangle = true;
 			break;
+		case OPT_NO_VERDICT:
+			o->no_verdict = true;
+			break;
 		case OPT_TOP: {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -332,6 +341,10 @@ static void parse_args(int argc, char **argv, const char *usage, bool decode_opt
 	if (o->top && o->format != RELSTACK_PRESENT_TEXT && o->format != RELSTACK_PRESENT_FOLDED)
 		usage_error("%s: --top prints text, not --format %s", argv[0],
 			    o->format == RELSTACK_PRESENT_JSON ? "json" : "other than text");
+	if (o->no_verdict && !o->top && o->format != RELSTACK_PRESENT_FOLDED &&
+	    o->format != RELSTACK_PRESENT_PERF_SCRIPT && o->format != RELSTACK_PRESENT_SPEEDSCOPE)
+		usage_error("%s: --no-verdict applies to folded, perf-script, speedscope and --top, not --format %s",
+			    argv[0], format);
 	if (o->top)
 		o->format = RELSTACK_PRESENT_TOP;
 	if (optind == argc)

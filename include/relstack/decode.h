@@ -142,9 +142,10 @@ struct relstack_present_opts {
 	const struct relstack_run_info *run; /* may be NULL */
 	enum relstack_run_which which;
 	unsigned top;                /* RELSTACK_PRESENT_TOP: how many stacks */
-	uint64_t sample_period_ns;   /* pprof: CPU time of a "sample" record (0: estimated) */
+	uint64_t sample_period_ns;   /* pprof, speedscope: CPU time of a "sample" record (0: estimated) */
 	const char *title;           /* speedscope and html: the profile's name (NULL: the comm) */
 	bool color;                  /* text: each record's verdict in colour (ANSI escapes) */
+	bool no_verdict;             /* folded, top, perf-script, speedscope: no [unreliable] frame */
 };
 
 /* The format named @name ("text", "json", "folded", "pprof", ...): 0, or -EINVAL. */

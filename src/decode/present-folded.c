@@ -3,6 +3,11 @@
  * Folded stacks ("EVENT;outer;...;inner COUNT", sorted: flamegraph.pl's
  * input) and --top, the most frequent stacks with their shares.  Both
  * count identical lines, so both collect every record's line first.
+ *
+ * An unreliable stack is "EVENT;[unreliable];outer;...;inner": its own
+ * tower under the event in a flame graph, its own line in --top (the
+ * last " => "), never added to a reliable stack of the same frames.  The
+ * event stays the root, so its width is still all its records.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +31,24 @@ static int folded_init(struct relstack_presenter *p)
 	return p->state ? 0 : -ENOMEM;
 }
 
+/* The record's folded line, with the unreliable frame after the event if @verdict: malloc'd, NULL for no memory. */
+static char *stack_line(const struct relstack_decoded_record *dr, bool verdict)
+{
+	char *line = rs_folded_line(dr), *marked;
+	size_t len, event;
+
+	if (!line || dr->reliable || !verdict)
+		return line;
+	len = strlen(line);
+	event = strcspn(line, ";");
+	marked = malloc(len + sizeof(";" RS_UNRELIABLE_FRAME));
+	if (marked)
+		snprintf(marked, len + sizeof(";" RS_UNRELIABLE_FRAME), "%.*s;%s%s", (int)event, line,
+			 RS_UNRELIABLE_FRAME, line + event);
+	free(line);
+	return marked;
+}
+
 static int folded_record(struct relstack_presenter *p, const struct relstack_decoded_record *dr)
 {
 	struct folded *s = p->state;
@@ -41,7 +64,7 @@ static int folded_record(struct relstack_presenter *p, const struct relstack_dec
 		s->line = more;
 		s->cap = cap;
 	}
-	s->line[s->n] = rs_folded_line(dr);
+	s->line[s->n] = stack_line(dr, !p->o.no_verdict);
 	if (!s->line[s->n])
 		return -ENOMEM;
 	s->n++;

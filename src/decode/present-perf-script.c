@@ -12,6 +12,14 @@
  * An inlined function gets a line of its own at the same address, inner
  * first, as `perf script --inline` prints it.  Timestamps are the
  * record's CLOCK_MONOTONIC, perf's clock.
+ *
+ * An unreliable stack ends with one more, outermost, frame:
+ *
+ *   \t               0 [unreliable] ([unknown])
+ *
+ * a function as any other to the collapsers, so stackcollapse-perf.pl
+ * folds the stack as "COMM;[unreliable];outer;...", apart from the
+ * reliable ones, as the folded format does.
  */
 #include <inttypes.h>
 
@@ -61,6 +69,8 @@ static int perf_record(struct relstack_presenter *p, const struct relstack_decod
 			fprintf(f, " (%s)\n", obj[0] ? obj : "[unknown]");
 		}
 	}
+	if (!dr->reliable && !p->o.no_verdict)
+		fprintf(f, "\t%16x %s ([unknown])\n", 0, RS_UNRELIABLE_FRAME);
 	fputc('\n', f);
 	return 0;
 }

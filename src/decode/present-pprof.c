@@ -143,10 +143,7 @@ struct pprof {
 	struct { uint64_t *loc; size_t n; uint64_t count, cpu; uint32_t reasons; bool reliable; } *sample;
 	size_t nsample, capsample;
 	/* CPU time of "sample" records */
-	struct { uint32_t tid; uint64_t last; } *threads;
-	size_t nthreads;
-	uint64_t *interval;
-	size_t ninterval, capinterval;
+	struct rs_period period;
 	bool oom;
 };
 
@@ -308,38 +305,12 @@ static int pprof_init(struct relstack_presenter *p)
 	return s->oom ? -ENOMEM : 0;
 }
 
-/* The time since this thread's previous sample, 0 for its first. */
-static uint64_t sample_interval(struct pprof *s, const struct relstack_record *rec)
-{
-	uint64_t d;
-
-	for (size_t i = 0; i < s->nthreads; i++) {
-		if (s->threads[i].tid != rec->tid)
-			continue;
-		d = rec->time_ns - s->threads[i].last;
-		s->threads[i].last = rec->time_ns;
-		return d;
-	}
-	if ((s->nthreads & (s->nthreads - 1)) == 0) {
-		void *more = realloc(s->threads, (s->nthreads ? 2 * s->nthreads : 1) * sizeof(*s->threads));
-
-		if (!more) {
-			s->oom = true;
-			return 0;
-		}
-		s->threads = more;
-	}
-	s->threads[s->nthreads].tid = rec->tid;
-	s->threads[s->nthreads++].last = rec->time_ns;
-	return 0;
-}
-
 static int pprof_record(struct relstack_presenter *p, const struct relstack_decoded_record *dr)
 {
 	struct pprof *s = p->state;
 	uint64_t *loc = malloc((dr->nframes + 1) * sizeof(*loc));
 	size_t n = 0;
-	bool is_sample = dr->rec->event_name && strcmp(dr->rec->event_name, "sample") == 0;
+	bool is_sample = rs_record_is_sample(dr->rec);
 	bool added;
 	uint64_t idx;
 
@@ -357,22 +328,9 @@ static int pprof_record(struct relstack_presenter *p, const struct relstack_deco
 		loc[n++] = location_id(s, fr);
 	}
 	loc[n++] = event_location_id(s, dr->event);
-	if (is_sample) {
-		uint64_t d = sample_interval(s, dr->rec);
-
-		if (d && s->ninterval == s->capinterval) {
-			size_t cap = s->capinterval ? 2 * s->capinterval : 256;
-			uint64_t *more = realloc(s->interval, cap * sizeof(*more));
-
-			if (!more) {
-				free(loc);
-				return -ENOMEM;
-			}
-			s->interval = more;
-			s->capinterval = cap;
-		}
-		if (d)
-			s->interval[s->ninterval++] = d;
+	if (is_sample && rs_period_add(&s->period, dr->rec) < 0) {
+		free(loc);
+		return -ENOMEM;
 	}
 	/* aggregate identical stacks (and events) of one verdict: the key is the location list */
 	{
@@ -480,25 +438,15 @@ static int gzip_write(FILE *f, const uint8_t *in, size_t n)
 	return zr == Z_STREAM_END ? 0 : -EIO;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int pprof_finish(struct relstack_presenter *p)
 {
 	struct pprof *s = p->state;
-	uint64_t period = p->o.sample_period_ns;
+	uint64_t period;
 	bool cpu = false;
 
 	for (size_t i = 0; i < s->nsample && !cpu; i++)
 		cpu = s->sample[i].cpu != 0;
-	if (!period && cpu && s->ninterval) {
-		qsort(s->interval, s->ninterval, sizeof(*s->interval), cmp_u64);
-		period = s->interval[s->ninterval / 2];
-	}
+	period = rs_period_ns(&s->period, p->o.sample_period_ns);
 	if (!period)
 		period = 1;
 	value_type(s, 1, "samples", "count");
@@ -571,8 +519,7 @@ static void pprof_free(struct relstack_presenter *p)
 	for (size_t i = 0; i < s->nmap; i++)
 		free(s->map[i].path);
 	free(s->map);
-	free(s->threads);
-	free(s->interval);
+	rs_period_free(&s->period);
 	free(s);
 }
 

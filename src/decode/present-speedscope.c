@@ -1,10 +1,21 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * speedscope's JSON file format (https://www.speedscope.app/file-format-schema.json):
- * the functions in one shared frame table, and one "sampled" profile per
- * thread whose samples are stacks of frame indices, outermost first, each
- * weighing one record.  The event is the root frame, as in the folded
- * format; an unreliable stack's root says so.
+ * the functions in one shared frame table, and "sampled" profiles whose
+ * samples are stacks of frame indices, outermost first.  The event is the
+ * root frame, as in the folded format; an unreliable stack's root says so
+ * ("EVENT [unreliable]"), unless the options say no_verdict.
+ *
+ * A frame is a function: its name and file, never the line of a call in
+ * it, so that speedscope's Sandwich and Left Heavy views give each
+ * function once, with all its time.
+ *
+ * A thread's "sample" records (the sampler's) are a profile of their own
+ * in nanoseconds, each weighing the sampling period as the pprof output
+ * counts it (the period given, else the median interval between two
+ * samples of a thread); its other records are a profile counted in
+ * records (unit "none"), one each.  A file that holds no two samples of
+ * a thread and no period counts its samples too.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,18 +24,20 @@
 
 #include "decode/present.h"
 
-struct thread {
+struct profile {
 	uint32_t tid;
+	bool sampled;    /* the thread's "sample" records, weighed by CPU time */
 	uint64_t *idx;   /* frame indices of every sample, each ended by UINT64_MAX */
 	size_t n, cap, samples;
 };
 
 struct speedscope {
 	struct rs_intern frames;
-	char **name;     /* frame index -> "name\nfile\nline" key */
+	char **name;     /* frame index -> "name\nfile" key */
 	size_t nframes, capframes;
-	struct thread *thread;
-	size_t nthreads;
+	struct profile *profile;
+	size_t nprofiles;
+	struct rs_period period;
 	bool oom;
 };
 
@@ -34,13 +47,13 @@ static int ss_init(struct relstack_presenter *p)
 	return p->state ? 0 : -ENOMEM;
 }
 
-static uint64_t frame_index(struct speedscope *s, const char *name, const char *file, unsigned line)
+static uint64_t frame_index(struct speedscope *s, const char *name, const char *file)
 {
 	char key[8300];
 	bool added;
 	uint64_t id;
 
-	snprintf(key, sizeof(key), "%s\n%s\n%u", name, file ? file : "", file ? line : 0);
+	snprintf(key, sizeof(key), "%s\n%s", name, file ? file : "");
 	id = rs_intern(&s->frames, key, s->nframes, &added, &s->oom);
 	if (!added)
 		return id;
@@ -61,7 +74,7 @@ static uint64_t frame_index(struct speedscope *s, const char *name, const char *
 	return s->nframes++;
 }
 
-static void push(struct speedscope *s, struct thread *t, uint64_t v)
+static void push(struct speedscope *s, struct profile *t, uint64_t v)
 {
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 1024;
@@ -77,43 +90,45 @@ static void push(struct speedscope *s, struct thread *t, uint64_t v)
 	t->idx[t->n++] = v;
 }
 
-static struct thread *thread_of(struct speedscope *s, uint32_t tid)
+static struct profile *profile_of(struct speedscope *s, uint32_t tid, bool sampled)
 {
-	for (size_t i = 0; i < s->nthreads; i++)
-		if (s->thread[i].tid == tid)
-			return &s->thread[i];
-	if ((s->nthreads & (s->nthreads - 1)) == 0) {
-		struct thread *more = realloc(s->thread, (s->nthreads ? 2 * s->nthreads : 1) * sizeof(*more));
+	for (size_t i = 0; i < s->nprofiles; i++)
+		if (s->profile[i].tid == tid && s->profile[i].sampled == sampled)
+			return &s->profile[i];
+	if ((s->nprofiles & (s->nprofiles - 1)) == 0) {
+		struct profile *more = realloc(s->profile, (s->nprofiles ? 2 * s->nprofiles : 1) * sizeof(*more));
 
 		if (!more)
 			return NULL;
-		s->thread = more;
+		s->profile = more;
 	}
-	memset(&s->thread[s->nthreads], 0, sizeof(s->thread[0]));
-	s->thread[s->nthreads].tid = tid;
-	return &s->thread[s->nthreads++];
+	memset(&s->profile[s->nprofiles], 0, sizeof(s->profile[0]));
+	s->profile[s->nprofiles].tid = tid;
+	s->profile[s->nprofiles].sampled = sampled;
+	return &s->profile[s->nprofiles++];
 }
 
 static int ss_record(struct relstack_presenter *p, const struct relstack_decoded_record *dr)
 {
 	struct speedscope *s = p->state;
-	struct thread *t;
+	bool sampled = rs_record_is_sample(dr->rec);
+	struct profile *t;
 	char root[128];
 
 	if (!dr->rec->has_stack)
 		return 0;
-	t = thread_of(s, dr->rec->tid);
-	if (!t)
+	t = profile_of(s, dr->rec->tid, sampled);
+	if (!t || (sampled && rs_period_add(&s->period, dr->rec) < 0))
 		return -ENOMEM;
-	snprintf(root, sizeof(root), "%s%s", dr->event, dr->reliable ? "" : " [unreliable]");
-	push(s, t, frame_index(s, root, NULL, 0));
+	snprintf(root, sizeof(root), "%s%s", dr->event, dr->reliable || p->o.no_verdict ? "" : " " RS_UNRELIABLE_FRAME);
+	push(s, t, frame_index(s, root, NULL));
 	for (size_t i = dr->nframes; i-- > 0;) {
 		struct rs_func fn[RS_FUNC_MAX];
 		char name[4200];
 		unsigned n = rs_frame_funcs(&dr->frames[i], fn, name, sizeof(name));
 
 		for (unsigned k = 0; k < n; k++)
-			push(s, t, frame_index(s, fn[k].name, fn[k].file, fn[k].line));
+			push(s, t, frame_index(s, fn[k].name, fn[k].file));
 	}
 	push(s, t, UINT64_MAX);
 	t->samples++;
@@ -125,33 +140,34 @@ static int ss_finish(struct relstack_presenter *p)
 	struct speedscope *s = p->state;
 	FILE *f = p->f;
 	const char *title = p->o.title ? p->o.title : p->has_run ? p->run.comm : "relstack";
+	uint64_t period = rs_period_ns(&s->period, p->o.sample_period_ns);
 
 	fprintf(f, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"relstack\","
 		   "\"name\":");
 	rs_print_string(f, title, 256, true);
 	fprintf(f, ",\"activeProfileIndex\":0,\"shared\":{\"frames\":[");
 	for (size_t i = 0; i < s->nframes; i++) {
-		char *file = strchr(s->name[i], '\n'), *line = strchr(file + 1, '\n');
+		char *file = strchr(s->name[i], '\n');
 
 		*file++ = '\0';
-		*line++ = '\0';
 		fprintf(f, "%s{\"name\":", i ? "," : "");
 		rs_print_string(f, s->name[i], SIZE_MAX, true);
 		if (*file) {
 			fprintf(f, ",\"file\":");
 			rs_print_string(f, file, SIZE_MAX, true);
-			if (strcmp(line, "0") != 0)
-				fprintf(f, ",\"line\":%s", line);
 		}
 		fprintf(f, "}");
 	}
 	fprintf(f, "]},\"profiles\":[");
-	for (size_t i = 0; i < s->nthreads; i++) {
-		struct thread *t = &s->thread[i];
+	for (size_t i = 0; i < s->nprofiles; i++) {
+		struct profile *t = &s->profile[i];
+		bool timed = t->sampled && period;
+		uint64_t weight = timed ? period : 1;
 		bool open = false;
 
-		fprintf(f, "%s{\"type\":\"sampled\",\"name\":\"tid %u\",\"unit\":\"none\",\"startValue\":0,"
-			   "\"endValue\":%zu,\"samples\":[", i ? "," : "", t->tid, t->samples);
+		fprintf(f, "%s{\"type\":\"sampled\",\"name\":\"tid %u%s\",\"unit\":\"%s\",\"startValue\":0,"
+			   "\"endValue\":%" PRIu64 ",\"samples\":[", i ? "," : "", t->tid, t->sampled ? " (CPU time)" : "",
+			timed ? "nanoseconds" : "none", weight * t->samples);
 		for (size_t k = 0; k < t->n; k++) {
 			if (t->idx[k] == UINT64_MAX) {
 				fprintf(f, "]");
@@ -163,7 +179,7 @@ static int ss_finish(struct relstack_presenter *p)
 		}
 		fprintf(f, "],\"weights\":[");
 		for (size_t k = 0; k < t->samples; k++)
-			fprintf(f, "%s1", k ? "," : "");
+			fprintf(f, "%s%" PRIu64, k ? "," : "", weight);
 		fprintf(f, "]}");
 	}
 	fprintf(f, "]}\n");
@@ -180,9 +196,10 @@ static void ss_free(struct relstack_presenter *p)
 	for (size_t i = 0; i < s->nframes; i++)
 		free(s->name[i]);
 	free(s->name);
-	for (size_t i = 0; i < s->nthreads; i++)
-		free(s->thread[i].idx);
-	free(s->thread);
+	for (size_t i = 0; i < s->nprofiles; i++)
+		free(s->profile[i].idx);
+	free(s->profile);
+	rs_period_free(&s->period);
 	free(s);
 }
 

@@ -341,6 +341,67 @@ char *rs_folded_line(const struct relstack_decoded_record *dr)
 	return strdup(line);
 }
 
+/* ---- the sampling period ---- */
+
+bool rs_record_is_sample(const struct relstack_record *rec)
+{
+	return rec->event_name && strcmp(rec->event_name, "sample") == 0;
+}
+
+int rs_period_add(struct rs_period *pd, const struct relstack_record *rec)
+{
+	size_t i;
+
+	for (i = 0; i < pd->nthreads && pd->thread[i].tid != rec->tid; i++)
+		;
+	if (i == pd->nthreads) {
+		if ((pd->nthreads & (pd->nthreads - 1)) == 0) {
+			void *more = realloc(pd->thread, (pd->nthreads ? 2 * pd->nthreads : 1) * sizeof(*pd->thread));
+
+			if (!more)
+				return -ENOMEM;
+			pd->thread = more;
+		}
+		pd->thread[pd->nthreads].tid = rec->tid;
+		pd->thread[pd->nthreads++].last = rec->time_ns;
+		return 0;
+	}
+	if (pd->n == pd->cap) {
+		size_t cap = pd->cap ? 2 * pd->cap : 256;
+		uint64_t *more = realloc(pd->interval, cap * sizeof(*more));
+
+		if (!more)
+			return -ENOMEM;
+		pd->interval = more;
+		pd->cap = cap;
+	}
+	if (rec->time_ns > pd->thread[i].last)
+		pd->interval[pd->n++] = rec->time_ns - pd->thread[i].last;
+	pd->thread[i].last = rec->time_ns;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t rs_period_ns(struct rs_period *pd, uint64_t given)
+{
+	if (given || !pd->n)
+		return given;
+	qsort(pd->interval, pd->n, sizeof(*pd->interval), cmp_u64);
+	return pd->interval[pd->n / 2];
+}
+
+void rs_period_free(struct rs_period *pd)
+{
+	free(pd->thread);
+	free(pd->interval);
+}
+
 /* ---- interning ---- */
 
 static uint64_t hash_str(const char *s)

@@ -90,6 +90,34 @@ unsigned rs_frame_funcs(const struct relstack_decoded_frame *fr, struct rs_func 
  */
 char *rs_folded_line(const struct relstack_decoded_record *dr);
 
+/*
+ * The frame that keeps an unreliable stack apart in the formats that add
+ * up stacks, unless the options say no_verdict: in folded, --top and
+ * perf-script just outside the outermost frame (under the event), in
+ * speedscope after the event's name in the root frame.
+ */
+#define RS_UNRELIABLE_FRAME "[unreliable]"
+
+/*
+ * The CPU time one "sample" record (the sampler's) stands for: the period
+ * given, or else the median interval between two samples of one thread,
+ * which is the period for a thread that keeps its CPU busy.  Feed it
+ * every sample record in time order.
+ */
+struct rs_period {
+	struct { uint32_t tid; uint64_t last; } *thread;
+	size_t nthreads;
+	uint64_t *interval;
+	size_t n, cap;
+};
+
+bool rs_record_is_sample(const struct relstack_record *rec);
+/* Note sample record @rec: 0 or -ENOMEM. */
+int rs_period_add(struct rs_period *pd, const struct relstack_record *rec);
+/* @given if not 0, else the median interval; 0 if there is none (no thread sampled twice). */
+uint64_t rs_period_ns(struct rs_period *pd, uint64_t given);
+void rs_period_free(struct rs_period *pd);
+
 /* An open-addressing table of strings to ids. */
 struct rs_intern {
 	char **key;
