@@ -33,6 +33,8 @@ import sys
 import tempfile
 import unittest
 
+from call_tree import frame_names
+
 RELSTACK, SANITIZE = sys.argv[1:3]
 del sys.argv[1:3]
 RELSTACK = os.path.abspath(RELSTACK)
@@ -86,17 +88,6 @@ def relstack(*args, status=0):
     p = subprocess.run([RELSTACK, *args], capture_output=True, text=True, timeout=300)
     assert p.returncode == status, f"relstack {args}: status {p.returncode}, stderr {p.stderr!r}"
     return p.stdout if status == 0 else p.stderr
-
-
-def frame_names(fr):
-    """A JSON frame's functions, outermost first, as relstack's call-tree formats name them."""
-    if "marker" in fr:
-        return ["[signal]" if fr["marker"] == "SIGNAL" else "[unknown]"]
-    if "slot" not in fr:
-        return ["[invalid]"]
-    if not fr.get("symbol"):
-        return ["%s+%s" % (os.path.basename(fr["object"]), fr["offset"])]
-    return [fr["symbol"]] + [i["symbol"] for i in reversed(fr["inlined"])]
 
 
 def frames_of(record):

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import unittest
 
+from call_tree import frame_names
 from elf_program import elf_machine
 
 RELSTACK, SANITIZE = sys.argv[1:3]
@@ -125,17 +126,6 @@ def exec_segment(path):
         if p_type == 1 and p_flags & 1:
             return p_offset, p_vaddr, p_memsz
     raise AssertionError(f"{path}: no executable PT_LOAD")
-
-
-def frame_names(fr):
-    """A JSON frame's functions, outermost first, as relstack's call-tree formats name them."""
-    if "marker" in fr:
-        return ["[signal]" if fr["marker"] == "SIGNAL" else "[unknown]"]
-    if "slot" not in fr:
-        return ["[invalid]"]
-    if not fr.get("symbol"):
-        return ["%s+%s" % (os.path.basename(fr["object"]), fr["offset"])]
-    return [fr["symbol"]] + [i["symbol"] for i in reversed(fr["inlined"])]
 
 
 def parse_raw(text):

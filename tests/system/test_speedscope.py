@@ -34,6 +34,8 @@ import sys
 import tempfile
 import unittest
 
+from call_tree import frame_names
+
 RELSTACK, SANITIZE, INSTALL_TEST_TOOLS = sys.argv[1:4]
 del sys.argv[1:4]
 RELSTACK = os.path.abspath(RELSTACK)
@@ -123,17 +125,6 @@ def relstack(*args):
     p = subprocess.run([RELSTACK, *args], capture_output=True, timeout=300)
     assert p.returncode == 0, f"relstack {args}: status {p.returncode}, stderr {p.stderr!r}"
     return p.stdout
-
-
-def frame_names(fr):
-    """A JSON frame's functions, outermost first, as relstack's call-tree formats name them."""
-    if "marker" in fr:
-        return ["[signal]" if fr["marker"] == "SIGNAL" else "[unknown]"]
-    if "slot" not in fr:
-        return ["[invalid]"]
-    if not fr.get("symbol"):
-        return ["%s+%s" % (os.path.basename(fr["object"]), fr["offset"])]
-    return [fr["symbol"]] + [i["symbol"] for i in reversed(fr["inlined"])]
 
 
 def stack_of(record):
