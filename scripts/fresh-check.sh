@@ -104,7 +104,14 @@ deb $MIRROR $SUITE main
 deb $MIRROR $SUITE-updates main
 deb $SECURITY_MIRROR $SUITE-security main
 EOF
+# The machine's network as this one has it: its resolver, and the
+# certificate authorities it adds to Debian's (a proxy's, say), which
+# the ca-certificates package takes in when it is installed.
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
+if [ -d /usr/local/share/ca-certificates ]; then
+	mkdir -p "$dir/usr/local/share/ca-certificates"
+	cp -r /usr/local/share/ca-certificates/. "$dir/usr/local/share/ca-certificates/"
+fi
 # services the packages bring (debuginfod) are not started in the chroot
 printf '#!/bin/sh\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
 chmod +x "$dir/usr/sbin/policy-rc.d"
@@ -124,8 +131,11 @@ if [ ! -d "$dir/sys/kernel/tracing/instances" ]; then
 fi
 mount -t tmpfs tmpfs "$dir/dev/shm" 2>/dev/null || true
 
+# Node.js reads only its own certificate list unless told of the
+# system's: the machine's setting goes in with the rest of its network.
+node_ca=${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS}
 inside() { # COMMAND (a shell command line) run as root in the chroot
-	chroot "$dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+	chroot "$dir" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb $node_ca \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		/bin/sh -c "$1"
 }
