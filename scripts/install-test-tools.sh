@@ -16,7 +16,8 @@
 # nodejs and npm).
 set -eu
 
-packages="speedscope@1.25.0 playwright-core@1.65.2"
+# playwright-core 1.61 is the last that runs on Debian 12's Node.js 18.
+packages="speedscope@1.25.0 playwright-core@1.61.1"
 dir=${RELSTACK_TEST_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/relstack/test-tools}
 
 case ${1-} in

@@ -215,9 +215,9 @@ class Speedscope(unittest.TestCase):
             for fr in r["frames"]:
                 if fr.get("symbol"):
                     lines[fr["symbol"]].add(fr["line"])
-        # work() calls leaf() from three lines, and leaf() is interrupted at several of its own
+        # work() calls leaf() from three lines (where leaf() itself is
+        # interrupted depends on the compiler's line table: not asserted)
         self.assertGreater(len(lines["work"]), 1, lines["work"])
-        self.assertGreater(len(lines["leaf"]), 1, lines["leaf"])
         frames = self.doc["shared"]["frames"]
         keys = [(f["name"], f.get("file")) for f in frames]
         self.assertEqual(len(keys), len(set(keys)), "a function is several frames")
