@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -338,18 +339,99 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 
 /* ---- records ---- */
 
-static void object_error(const char *line, void *arg)
+/*
+ * The progress line: on a terminal, once decoding takes more than a
+ * second, "relstack: N of M records" rewritten in place.  It is erased
+ * before anything else is said on standard error, and at the end.  It is
+ * not shown where standard output is the same terminal and the format
+ * writes as it goes: the records would land on the line.
+ */
+static struct {
+	bool on, shown;
+	struct timespec t0;
+} progress;
+
+static void progress_erase(void)
 {
-	(void)arg;
-	fprintf(stderr, "relstack: %s\n", line);
+	if (progress.shown)
+		fprintf(stderr, "\r\033[K");
+	progress.shown = false;
 }
 
-int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, bool symbolize)
+static void progress_update(size_t done, size_t total)
+{
+	struct timespec t;
+
+	if (!progress.on || done % 1024 != 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (t.tv_sec - progress.t0.tv_sec > 1 || (t.tv_sec - progress.t0.tv_sec == 1 && t.tv_nsec >= progress.t0.tv_nsec)) {
+		fprintf(stderr, "\rrelstack: %zu of %zu records", done, total);
+		progress.shown = true;
+	}
+}
+
+/* Whether file descriptors @a and @b are the one terminal. */
+static bool same_terminal(int a, int b)
+{
+	struct stat sa, sb;
+
+	return isatty(a) && isatty(b) && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
+}
+
+/* Formats that write each record as it comes; the others write once all are in. */
+static bool streams(enum relstack_present_format f)
+{
+	return f == RELSTACK_PRESENT_TEXT || f == RELSTACK_PRESENT_JSON || f == RELSTACK_PRESENT_PERF_SCRIPT;
+}
+
+/* The object errors of every file, each line once (the same library in several files says the same). */
+struct said {
+	char **line;
+	size_t n;
+};
+
+static void object_error(const char *line, void *arg)
+{
+	struct said *said = arg;
+	char **more;
+
+	for (size_t i = 0; i < said->n; i++)
+		if (strcmp(said->line[i], line) == 0)
+			return;
+	progress_erase();
+	fprintf(stderr, "relstack: %s\n", line);
+	/* short of memory, a line may be said again: no worse */
+	more = realloc(said->line, (said->n + 1) * sizeof(*more));
+	if (!more)
+		return;
+	said->line = more;
+	if ((more[said->n] = strdup(line)))
+		said->n++;
+}
+
+/*
+ * What debuginfod fetches, one line each (as gdb says "Downloading
+ * separate debug info"), and why it stopped: then no other file asks it
+ * either.
+ */
+static void fetch_line(const char *line, bool gave_up, void *arg)
+{
+	(void)arg;
+	progress_erase();
+	fprintf(stderr, "relstack: %s\n", line);
+	if (gave_up)
+		unsetenv("DEBUGINFOD_URLS");
+}
+
+/* All fetching from debuginfod in one command ends this long after it starts (relstack(1)). */
+#define FETCH_SECONDS 300
+
+int rs_tool_records(const struct rs_tool_opts *o, bool symbolize)
 {
 	struct relstack_decode_opts dopts = {
 		.sz = sizeof(dopts),
 		.run = o->run,
-		.name = o->file,
 		.symbolize = symbolize,
 		.lines = o->lines,
 		.inlines = o->inlines,
@@ -365,6 +447,7 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 		.n_events = o->nevents,
 		.since = { o->since.set, o->since.relative, o->since.ns },
 		.until = { o->until.set, o->until.relative, o->until.ns },
+		.fetch_fn = fetch_line,
 	};
 	struct relstack_present_opts popts = {
 		.sz = sizeof(popts),
@@ -372,48 +455,78 @@ int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, boo
 		.which = o->run,
 		.top = o->top,
 		.no_verdict = o->no_verdict,
-		/* colour only where a person reads it: `report | less` gets plain text */
-		.color = o->color == RS_COLOR_ALWAYS || (o->color == RS_COLOR_AUTO && isatty(STDOUT_FILENO)),
 	};
-	struct timespec t0;
-	bool progress = isatty(STDERR_FILENO), shown = false;
-	size_t done = 0, total;
+	const char *no_color = getenv("NO_COLOR");
+	struct relstack_decoder **d = calloc(o->nfiles, sizeof(*d));
+	size_t done = 0, total = 0;
 	const struct relstack_decoded_record *dr;
-	struct relstack_decoder *d;
 	struct relstack_presenter *p;
+	struct said said = { 0 };
+	struct timespec now;
+	FILE *out = stdout;
 	char err[1024];
-	int ret;
+	int ret = 0;
 
-	ret = relstack_decoder__new(r, &dopts, &d, err, sizeof(err));
-	if (ret < 0)
-		rs_tool_input_error("%s", err);
-	popts.run = relstack_decoder__run_info(d);
-	total = relstack_decoder__count(d);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ret = relstack_presenter__new(&popts, stdout, &p);
+	if (!d)
+		rs_tool_input_error("out of memory");
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	dopts.fetch_deadline_ns = ((uint64_t)now.tv_sec + FETCH_SECONDS) * 1000000000u + (uint64_t)now.tv_nsec;
+	for (size_t i = 0; i < o->nfiles; i++) {
+		dopts.name = o->files[i].name;
+		ret = relstack_decoder__new(o->files[i].r, &dopts, &d[i], err, sizeof(err));
+		if (ret < 0)
+			rs_tool_input_error("%s", err);
+		total += relstack_decoder__count(d[i]);
+	}
+	popts.run = relstack_decoder__run_info(d[0]);
+	if (o->output) {
+		out = fopen(o->output, "w");
+		if (!out)
+			rs_tool_input_error("%s: %s", o->output, strerror(errno));
+	}
+	/* colour only where a person reads it (`report | less` gets plain text), and not against NO_COLOR */
+	popts.color = o->color == RS_COLOR_ALWAYS ||
+		      (o->color == RS_COLOR_AUTO && isatty(fileno(out)) && !(no_color && no_color[0]));
+	progress.on = isatty(STDERR_FILENO) && !(out == stdout && streams(popts.format) &&
+						 same_terminal(STDOUT_FILENO, STDERR_FILENO));
+	clock_gettime(CLOCK_MONOTONIC, &progress.t0);
+	ret = relstack_presenter__new(&popts, out, &p);
 	if (ret < 0)
 		rs_tool_input_error("cannot present the records: %s", relstack_strerror(ret));
-	while (ret >= 0 && relstack_decoder__next(d, &dr) > 0) {
-		ret = relstack_presenter__record(p, dr);
-		/* a progress line on a terminal, once decoding takes more than a second */
-		if (progress && ++done % 1024 == 0) {
-			struct timespec t;
-
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			if (t.tv_sec - t0.tv_sec > 1 || (t.tv_sec - t0.tv_sec == 1 && t.tv_nsec >= t0.tv_nsec)) {
-				fprintf(stderr, "\rrelstack: %zu of %zu records", done, total);
-				shown = true;
-			}
+	for (size_t i = 0; i < o->nfiles && ret >= 0; i++) {
+		if (o->nfiles > 1)
+			ret = relstack_presenter__begin_file(p, o->files[i].name, relstack_decoder__run_info(d[i]));
+		while (ret >= 0 && relstack_decoder__next(d[i], &dr) > 0) {
+			ret = relstack_presenter__record(p, dr);
+			progress_update(++done, total);
 		}
 	}
-	if (shown)
-		fprintf(stderr, "\r\033[K");
+	progress_erase();
 	if (ret >= 0)
 		ret = relstack_presenter__finish(p);
 	if (ret < 0)
-		rs_tool_input_error("standard output: %s", relstack_strerror(ret));
-	ret = relstack_decoder__object_errors(d, object_error, NULL) ? 2 : 0;
+		rs_tool_input_error("%s: %s", o->output ? o->output : "standard output", relstack_strerror(ret));
+	if (out != stdout && fclose(out) != 0)
+		rs_tool_input_error("%s: %s", o->output, strerror(errno));
+	ret = 0;
+	for (size_t i = 0; i < o->nfiles; i++) {
+		if (relstack_decoder__object_errors(d[i], object_error, &said))
+			ret = 2;
+		relstack_decoder__free(d[i]);
+	}
+	/* a filter that keeps nothing prints nothing: say so, lest it look like a file without records */
+	if (!total && o->filter[0]) {
+		if (o->nfiles == 1)
+			fprintf(stderr, "relstack: no record of the %s run of %s matches %s\n", rs_run_name(o->run),
+				o->files[0].name, o->filter);
+		else
+			fprintf(stderr, "relstack: no record of the %s runs of the %zu files matches %s\n",
+				rs_run_name(o->run), o->nfiles, o->filter);
+	}
+	for (size_t i = 0; i < said.n; i++)
+		free(said.line[i]);
+	free(said.line);
 	relstack_presenter__free(p);
-	relstack_decoder__free(d);
+	free(d);
 	return ret;
 }

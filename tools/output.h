@@ -18,8 +18,21 @@ struct rs_time_bound {
 	uint64_t ns;
 };
 
+/* One file dump or report reads. */
+struct rs_tool_file {
+	const char *name;              /* as given ("standard input" for '-'), or a directory's entry */
+	char *owned;                   /* name, when it was made here (a directory's entry) */
+	struct relstack_reader *r;
+};
+
 struct rs_tool_opts {
-	const char *file;
+	const char *file;              /* the first FILE: info's one */
+	const char *const *args;       /* every FILE argument, as given */
+	size_t nargs;
+	struct rs_tool_file *files;    /* dump, report: the files, each directory's buffer files in its place */
+	size_t nfiles;
+	const char *output;            /* -o FILE; NULL: standard output */
+	char filter[512];              /* the filter options as given ("--tid 5 --event crash") */
 	enum relstack_run_which run;
 	uint32_t tids[RS_ARRAY_MAX];
 	unsigned ntids;
@@ -45,7 +58,8 @@ __attribute__((noreturn, format(printf, 3, 0))) void rs_tool_verror(int status, 
 __attribute__((noreturn, format(printf, 1, 2))) void rs_tool_input_error(const char *fmt, ...);
 
 int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o);
-int rs_tool_records(struct relstack_reader *r, const struct rs_tool_opts *o, bool symbolize);
+/* dump (@symbolize false) and report: every record of @o->files, presented together; the exit status. */
+int rs_tool_records(const struct rs_tool_opts *o, bool symbolize);
 /* relstack record [OPTIONS] -- PROGRAM ARGS (tools/record.c): the program's exit status. */
 int rs_tool_record(int argc, char **argv);
 

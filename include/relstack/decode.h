@@ -58,6 +58,21 @@ struct relstack_decode_opts {
 	const char *const *events;
 	size_t n_events;
 	struct relstack_decode_time since, until;
+	/*
+	 * Debug files fetched by build-id from the debuginfod servers
+	 * DEBUGINFOD_URLS names (libdebuginfod, and its cache).  A server
+	 * that sends nothing for DEBUGINFOD_TIMEOUT seconds (default 90,
+	 * retries included) is given up, and debuginfod is then asked
+	 * nothing more by this decoder.  @fetch_fn, if set, is called with
+	 * one line when a download starts (what is fetched, by build-id) and
+	 * one when fetching is given up (@gave_up true: why); nothing is said
+	 * of a file the cache holds.  @fetch_deadline_ns (CLOCK_MONOTONIC,
+	 * 0: none) ends all fetching, a download under way too: one deadline
+	 * can bound several decoders.
+	 */
+	void (*fetch_fn)(const char *line, bool gave_up, void *arg);
+	void *fetch_arg;
+	uint64_t fetch_deadline_ns;
 };
 
 /* An inlined function at a frame's address, and the location inside it. */
@@ -154,6 +169,17 @@ RELSTACK_API int relstack_present_format_parse(const char *name, enum relstack_p
 /* A presenter writing to @f: 0 and *out, -EINVAL (bad options), -ENOMEM. */
 RELSTACK_API int relstack_presenter__new(const struct relstack_present_opts *opts, FILE *f,
 					 struct relstack_presenter **out);
+/*
+ * For several files: the records that follow come from the file @name,
+ * run @run (may be NULL).  text prints a line "==> NAME <==" before the
+ * first of them, json gives each a "file" key, perf-script names their
+ * process from @run, pprof's time span covers every run; the formats that
+ * add up stacks add those of every file.  A presenter never told a file
+ * names none (the output of a single file).  @name is copied.  Returns 0
+ * or -ENOMEM.
+ */
+RELSTACK_API int relstack_presenter__begin_file(struct relstack_presenter *p, const char *name,
+						const struct relstack_run_info *run);
 /* Present one record: 0 or -errno. */
 RELSTACK_API int relstack_presenter__record(struct relstack_presenter *p, const struct relstack_decoded_record *dr);
 /* Write what the format writes once all records are in, flush: 0 or -errno. */

@@ -18,6 +18,7 @@
 
 #include "decode/present.h"
 #include "decode/symbolize.h"
+#include "opts-local.h"
 #include "relstack-local.h"
 
 struct rec_copy {
@@ -314,6 +315,9 @@ static int make_symbolizer(struct relstack_decoder *d, char *err, size_t size)
 		.n_debug_dirs = d->o.n_debug_dirs,
 		.lines = d->o.lines,
 		.inlines = d->o.inlines,
+		.fetch_fn = d->o.fetch_fn,
+		.fetch_arg = d->o.fetch_arg,
+		.fetch_deadline_ns = d->o.fetch_deadline_ns,
 	};
 
 	d->sym = rs_symbolizer_new(&so);
@@ -340,13 +344,15 @@ int relstack_decoder__new(struct relstack_reader *r, const struct relstack_decod
 	int ret;
 
 	*out = NULL;
-	if (!r || !opts || opts->sz < sizeof(*opts))
+	/* an older caller's options lack the fields added since: they read as zero (opts-local.h) */
+	if (!r || !opts || !rs_opts_valid(opts, sizeof(*opts)))
 		return fail(err, errsize, -EINVAL, "decoder options: %s", relstack_strerror(-EINVAL));
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return fail(err, errsize, -ENOMEM, "out of memory");
 	d->r = r;
-	d->o = *opts;
+	rs_opts_copy(&d->o, sizeof(d->o), opts);
+	d->o.sz = sizeof(d->o);
 	if (!d->o.name)
 		d->o.name = "buffer file";
 	ret = relstack_reader__run_info(r, d->o.run, &d->ri);

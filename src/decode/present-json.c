@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * JSON Lines: one object per record (relstack(1), JSON OUTPUT).  Addresses,
+ * JSON Lines: one object per record (relstack(1), JSON OUTPUT), with the
+ * file it came from when there are several.  Addresses,
  * offsets and sizes are "0x" strings; counts, times and ids are numbers.
  */
 #include <inttypes.h>
+#include <stdint.h>
 
 #include "decode/present.h"
 
@@ -72,7 +74,13 @@ static int json_record(struct relstack_presenter *p, const struct relstack_decod
 	FILE *f = p->f;
 	bool first = true;
 
-	fprintf(f, "{\"run\":\"%s\",\"generation\":%" PRIu64 ",\"ts_ns\":%" PRIu64 ",\"realtime_ns\":%" PRIu64
+	fputc('{', f);
+	if (p->file) {
+		fprintf(f, "\"file\":");
+		rs_print_string(f, p->file, SIZE_MAX, true);
+		fputc(',', f);
+	}
+	fprintf(f, "\"run\":\"%s\",\"generation\":%" PRIu64 ",\"ts_ns\":%" PRIu64 ",\"realtime_ns\":%" PRIu64
 		",\"tid\":%u,\"event\":", rs_run_name(p->o.which), p->run.generation, rec->time_ns, rec->realtime_ns,
 		rec->tid);
 	rs_print_string(f, dr->event, 64, true);

@@ -493,9 +493,10 @@ static int pprof_finish(struct relstack_presenter *p)
 		field_msg(&s->out, 3, &m);
 	}
 	if (p->has_run) {
-		field_u(&s->out, 9, p->run.realtime_ns);
-		if (p->run.close_monotonic_ns > p->run.monotonic_ns)
-			field_u(&s->out, 10, p->run.close_monotonic_ns - p->run.monotonic_ns);
+		/* every file's run: from the first start to the last close */
+		field_u(&s->out, 9, p->span_start_ns);
+		if (p->span_end_ns > p->span_start_ns)
+			field_u(&s->out, 10, p->span_end_ns - p->span_start_ns);
 	}
 	if (s->oom || s->out.oom)
 		return -ENOMEM;

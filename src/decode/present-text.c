@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* The text format: an ftrace-style header line per record, one " => " line per frame. */
+/*
+ * The text format: an ftrace-style header line per record, one " => " line
+ * per frame; of several files, a "==> FILE <==" line before each one's.
+ */
 #include <inttypes.h>
 
 #include "decode/present.h"
@@ -44,6 +47,11 @@ static int text_record(struct relstack_presenter *p, const struct relstack_decod
 	const struct relstack_record *rec = dr->rec;
 	FILE *f = p->f;
 
+	/* several files: each one's records under its name, as head(1) heads them */
+	if (p->file_begun) {
+		fprintf(f, "==> %s <==\n", p->file);
+		p->file_begun = false;
+	}
 	rs_print_walltime(f, rec->realtime_ns);
 	fprintf(f, " tid %u %s", rec->tid, dr->event);
 	if (rec->has_stack) {

@@ -42,6 +42,25 @@ int relstack_present_format_parse(const char *name, enum relstack_present_format
 	return -EINVAL;
 }
 
+/* @run is the run presented now; the span grows to cover it. */
+static void set_run(struct relstack_presenter *p, const struct relstack_run_info *run)
+{
+	uint64_t end = run->close_monotonic_ns > run->monotonic_ns ?
+			       run->realtime_ns + (run->close_monotonic_ns - run->monotonic_ns) : 0;
+
+	if (!p->has_run) {
+		p->span_start_ns = run->realtime_ns;
+		p->span_end_ns = end;
+	} else {
+		if (run->realtime_ns < p->span_start_ns)
+			p->span_start_ns = run->realtime_ns;
+		/* a run still open has no end: neither has the span */
+		p->span_end_ns = end && p->span_end_ns ? (end > p->span_end_ns ? end : p->span_end_ns) : 0;
+	}
+	p->run = *run;
+	p->has_run = true;
+}
+
 int relstack_presenter__new(const struct relstack_present_opts *opts, FILE *f, struct relstack_presenter **out)
 {
 	struct relstack_presenter *p;
@@ -55,10 +74,8 @@ int relstack_presenter__new(const struct relstack_present_opts *opts, FILE *f, s
 		return -ENOMEM;
 	p->o = *opts;
 	p->f = f;
-	if (opts->run) {
-		p->run = *opts->run;
-		p->has_run = true;
-	}
+	if (opts->run)
+		set_run(p, opts->run);
 	p->o.run = NULL;
 	for (size_t i = 0; i < RS_ARRAY_SIZE(formats); i++)
 		if (formats[i].format == opts->format)
@@ -73,6 +90,20 @@ int relstack_presenter__new(const struct relstack_present_opts *opts, FILE *f, s
 		return ret;
 	}
 	*out = p;
+	return 0;
+}
+
+int relstack_presenter__begin_file(struct relstack_presenter *p, const char *name, const struct relstack_run_info *run)
+{
+	char *copy = strdup(name ? name : "");
+
+	if (!copy)
+		return -ENOMEM;
+	free(p->file);
+	p->file = copy;
+	p->file_begun = true;
+	if (run)
+		set_run(p, run);
 	return 0;
 }
 
@@ -98,6 +129,7 @@ void relstack_presenter__free(struct relstack_presenter *p)
 		return;
 	if (p->ops && p->ops->free)
 		p->ops->free(p);
+	free(p->file);
 	free(p);
 }
 

@@ -26,8 +26,12 @@ struct rs_presenter_ops {
 
 struct relstack_presenter {
 	struct relstack_present_opts o;
-	struct relstack_run_info run;
+	struct relstack_run_info run; /* of the file being presented */
 	bool has_run;
+	/* the wall-clock span of every run presented (ns since the epoch); end 0: unknown */
+	uint64_t span_start_ns, span_end_ns;
+	char *file;                   /* relstack_presenter__begin_file()'s, or NULL */
+	bool file_begun;              /* its records are next: text's header line is due */
 	FILE *f;
 	const struct rs_presenter_ops *ops;
 	void *state; /* the format's own */

@@ -25,7 +25,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <zlib.h>
 
@@ -33,6 +32,7 @@
 #include "opts-local.h"
 #include "relstack-local.h"
 #include "symbolize.h"
+#include "symfetch.h"
 #include "symsrc.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
@@ -76,8 +76,7 @@ struct object {
 
 struct rs_symbolizer {
 	struct rs_symbolizer_opts opts;
-	debuginfod_client *dbgi; /* made at the first build-id asked of debuginfod */
-	bool dbgi_failed;        /* no client could be made: not asked again */
+	struct rs_fetch *fetch;  /* debuginfod, within its bounds (symfetch.c) */
 	char **debug_dirs;
 	size_t n_debug_dirs;
 	struct map *maps;
@@ -137,6 +136,10 @@ struct rs_symbolizer *rs_symbolizer_new(const struct rs_symbolizer_opts *opts)
 		}
 	}
 	s->opts.debug_dirs = NULL;
+	s->fetch = rs_fetch_new(&(struct rs_fetch_opts){ .fn = s->opts.fetch_fn, .arg = s->opts.fetch_arg,
+							   .deadline_ns = s->opts.fetch_deadline_ns });
+	if (!s->fetch)
+		goto fail;
 	return s;
 fail:
 	rs_symbolizer_free(s);
@@ -170,10 +173,9 @@ static void source_free(struct source *src)
 
 void rs_symbolizer_free(struct rs_symbolizer *s)
 {
-	if (s && s->dbgi)
-		debuginfod_end(s->dbgi);
 	if (!s)
 		return;
+	rs_fetch_free(s->fetch);
 	for (size_t i = 0; i < s->n_srcs; i++)
 		source_free(s->srcs[i]);
 	free(s->srcs);
@@ -551,31 +553,26 @@ static void try_build_id(struct resolve *r, const char *dir)
 
 /*
  * The debug file (then the executable) of the object's build-id from the
- * debuginfod servers DEBUGINFOD_URLS names, through libdebuginfod, which
- * keeps what it fetched in its cache ($DEBUGINFOD_CACHE_PATH).  A server
- * that cannot be reached is named in the object's list of what was tried,
- * and decoding goes on without it.
+ * debuginfod servers DEBUGINFOD_URLS names (symfetch.c: libdebuginfod and
+ * its cache, within bounds).  A server that cannot be reached, or that
+ * was given up, is named in the object's list of what was tried, and
+ * decoding goes on without it.
  */
 static void try_debuginfod(struct resolve *r)
 {
-	struct rs_symbolizer *s = r->s;
-	const char *urls = getenv("DEBUGINFOD_URLS");
+	const struct relstack_object *obj = r->obj;
 	char *path = NULL, note[160];
 	int fd;
 
-	if (done(r) || !urls || !urls[0] || r->obj->build_id_len < 2 || s->dbgi_failed)
+	if (done(r) || obj->build_id_len < 2)
 		return;
-	if (!s->dbgi && !(s->dbgi = debuginfod_begin())) {
-		s->dbgi_failed = true;
-		note_tried(r, "debuginfod (no client)");
-		return;
-	}
 	for (int kind = 0; kind < 2 && !done(r); kind++) {
-		fd = kind ? debuginfod_find_executable(s->dbgi, r->obj->build_id, (int)r->obj->build_id_len, &path)
-			  : debuginfod_find_debuginfo(s->dbgi, r->obj->build_id, (int)r->obj->build_id_len, &path);
+		fd = rs_fetch_find(r->s->fetch, kind, base_name(obj->path), obj->build_id, obj->build_id_len, &path);
+		if (fd == -ENOSYS)
+			return; /* no server named */
 		if (fd < 0) {
 			snprintf(note, sizeof(note), "debuginfod %s: %s", kind ? "executable" : "debuginfo",
-				 strerror(-fd));
+				 fd == -ECANCELED ? "given up" : strerror(-fd));
 			note_tried(r, note);
 			if (fd != -ENOENT)
 				break; /* the servers are down or refuse: the executable would fare no better */

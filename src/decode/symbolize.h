@@ -14,14 +14,16 @@
  *   3. the file's .gnu_debuglink target: next to the file, in its .debug/
  *      subdirectory, under each debug directory and /usr/lib/debug/ plus
  *      the file's directory;
- *   4. an nm(1)/System.map text file given with rs_symbolizer_add_map().
+ *   4. the debug file, then the executable, of the build-id from the
+ *      debuginfod servers DEBUGINFOD_URLS names (symfetch.h);
+ *   5. an nm(1)/System.map text file given with rs_symbolizer_add_map().
  *
  * The vDSO (RELSTACK_OBJECT_VDSO) skips 1; its frames say RS_SYM_VDSO
- * when neither 2 nor 4 names it.
+ * when neither 2, 4 nor 5 names it.
  *
- * Names come from the first full symbol table (.symtab) among 1-3, else
+ * Names come from the first full symbol table (.symtab) among 1-4, else
  * from the nm file, else from the file's .dynsym.  file:line and inlined
- * frames come from the first of 1-3 that has DWARF.  A file with another
+ * frames come from the first of 1-4 that has DWARF.  A file with another
  * build-id is never used: the frame says so, and
  * rs_symbolizer_object_error() names the file.  An nm file is held to
  * its "# build-id: HEX" comment if it has one, else to the recorded text
@@ -53,6 +55,10 @@ struct rs_symbolizer_opts {
 	bool lines;                     /* resolve file:line from DWARF */
 	bool inlines;                   /* resolve inlined frames (implies lines) */
 	bool no_system_debug_dir;       /* do not search /usr/lib/debug */
+	/* debuginfod: what is fetched and why fetching stopped, and its deadline (symfetch.h) */
+	void (*fetch_fn)(const char *line, bool gave_up, void *arg);
+	void *fetch_arg;
+	uint64_t fetch_deadline_ns;
 };
 
 /* Why a frame has no name, or RS_SYM_OK. */

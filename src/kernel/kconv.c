@@ -90,6 +90,7 @@ struct korder {
 /* A record in the batch: then fields_size bytes of fields (padded to 8), then nwords words. */
 struct kent {
 	uint64_t ts;
+	int32_t pid;    /* the event's task (common_pid): the record's tid */
 	int rs_id;
 	uint16_t fields_size;
 	uint32_t nwords;
@@ -427,7 +428,7 @@ static int release(struct rs_kconv *c, struct pending *p)
 	if (!e)
 		return -ENOMEM;
 	/* what the event uses of its kev only: a kev is mostly room */
-	*e = (struct kent){ p->ev.ts, p->ev.rs_id, p->ev.fields_size, p->ev.nwords, p->ev.v };
+	*e = (struct kent){ p->ev.ts, p->pid, p->ev.rs_id, p->ev.fields_size, p->ev.nwords, p->ev.v };
 	memcpy(e + 1, p->ev.fields, p->ev.fields_size);
 	memcpy((unsigned char *)(e + 1) + room, p->ev.words, p->ev.nwords * sizeof(uint64_t));
 	c->order[c->nbatch - 1].ts = e->ts;
@@ -596,7 +597,8 @@ static int module_record(struct rs_kconv *c, const struct rs_ktab *kt, unsigned 
 	e = batch_add(c, sizeof(*e) + fields_room(sizeof(f)));
 	if (!e)
 		return -ENOMEM;
-	*e = (struct kent){ ts, c->kmod_rs_id, sizeof(f), 0, { 0 } };
+	/* the kernel's own record, of no task: tid 0, as the idle task's */
+	*e = (struct kent){ ts, 0, c->kmod_rs_id, sizeof(f), 0, { 0 } };
 	memcpy(e + 1, &f, sizeof(f));
 	c->order[c->nbatch - 1].ts = ts;
 	return 0;
@@ -803,8 +805,9 @@ int rs_kconv_flush(struct rs_kconv *c)
 		/* the words' copy is aligned for the writer */
 		memcpy(words, fields + fields_room(e->fields_size), e->nwords * sizeof(uint64_t));
 		if (c->rec)
-			ret = relstack_recorder__write(c->rec, (unsigned)e->rs_id, words, e->nwords, &e->v, fields,
-						       e->fields_size, e->nwords ? 0 : RELSTACK_RECORD_NO_STACK);
+			ret = rs_recorder_write_tid(c->rec, (uint32_t)e->pid, (unsigned)e->rs_id, words, e->nwords,
+						    &e->v, fields, e->fields_size,
+						    e->nwords ? 0 : RELSTACK_RECORD_NO_STACK);
 		if (ret < 0)
 			c->st.lost++;
 		else

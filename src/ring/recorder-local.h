@@ -42,6 +42,14 @@ RS_HIDDEN struct relstack_recorder *rs_recorder_open_foreign(const char *path,
 							      const struct relstack_recorder_opts *opts);
 /* That image; NULL for a recorder that mirrors the process's table. */
 RS_HIDDEN void *rs_recorder_objtab_image(struct relstack_recorder *rec, size_t *size, unsigned *capacity);
+/*
+ * relstack_recorder__write() for a record of task @tid rather than of the
+ * calling thread: a recorder that writes other tasks' events (a kernel
+ * event's task).
+ */
+RS_HIDDEN int rs_recorder_write_tid(struct relstack_recorder *rec, uint32_t tid, unsigned event_id,
+				    const uint64_t *words, size_t n, const struct relstack_verdict *v,
+				    const void *fields, size_t fields_size, unsigned flags);
 /* Records the source lost before they reached the recorder (a kernel ring's overruns): the run's lost counter. */
 RS_HIDDEN void rs_recorder_count_lost(struct relstack_recorder *rec, uint64_t n);
 

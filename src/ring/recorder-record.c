@@ -28,8 +28,9 @@ static int refuse(struct relstack_recorder *rec, int err)
 	return err;
 }
 
-static int put(struct relstack_recorder *rec, unsigned event_id, const uint64_t *words, size_t n,
-	       uint32_t reasons, uint64_t epoch, const void *fields, size_t fields_size, unsigned flags)
+static int put_as(struct relstack_recorder *rec, unsigned event_id, const uint64_t *words, size_t n,
+		  uint32_t reasons, uint64_t epoch, const void *fields, size_t fields_size, unsigned flags,
+		  bool tid_given, uint32_t tid)
 {
 	struct rs_rec_in in = {
 		.kind = (flags & RELSTACK_RECORD_NO_STACK) ? RS_REC_EVENT :
@@ -43,6 +44,8 @@ static int put(struct relstack_recorder *rec, unsigned event_id, const uint64_t 
 		.nwords = (flags & RELSTACK_RECORD_NO_STACK) ? 0 : n,
 		.fields = fields,
 		.fields_size = fields_size,
+		.tid_given = tid_given,
+		.tid = tid,
 	};
 
 	/* a relative stack the run's table holds, or now takes, is named, not copied (stacktab.c) */
@@ -52,6 +55,12 @@ static int put(struct relstack_recorder *rec, unsigned event_id, const uint64_t 
 			in.kind = RS_REC_STACK_REF;
 	}
 	return rs_ring_write(&rec->ring, &in);
+}
+
+static inline int put(struct relstack_recorder *rec, unsigned event_id, const uint64_t *words, size_t n,
+		      uint32_t reasons, uint64_t epoch, const void *fields, size_t fields_size, unsigned flags)
+{
+	return put_as(rec, event_id, words, n, reasons, epoch, fields, fields_size, flags, false, 0);
 }
 
 static inline __attribute__((always_inline)) int precheck(struct relstack_recorder *rec, unsigned event_id, const void *fields,
@@ -134,9 +143,9 @@ out:
 	return ret;
 }
 
-int relstack_recorder__write(struct relstack_recorder *rec, unsigned event_id, const uint64_t *words, size_t n,
-			     const struct relstack_verdict *v, const void *fields, size_t fields_size,
-			     unsigned flags)
+static int write_as(struct relstack_recorder *rec, unsigned event_id, const uint64_t *words, size_t n,
+		    const struct relstack_verdict *v, const void *fields, size_t fields_size, unsigned flags,
+		    bool tid_given, uint32_t tid)
 {
 	/* errno needs no saving here: nothing below sets it (gettid(2) cannot fail, nor can the clock read) */
 	int ret = precheck(rec, event_id, fields, fields_size, flags);
@@ -144,7 +153,21 @@ int relstack_recorder__write(struct relstack_recorder *rec, unsigned event_id, c
 	if (ret == 0 && n && !words)
 		ret = refuse(rec, -EINVAL);
 	if (ret == 0)
-		ret = put(rec, event_id, words, n, v ? v->reasons : 0, v ? v->epoch : 0, fields, fields_size,
-			  flags);
+		ret = put_as(rec, event_id, words, n, v ? v->reasons : 0, v ? v->epoch : 0, fields, fields_size,
+			     flags, tid_given, tid);
 	return ret;
+}
+
+int relstack_recorder__write(struct relstack_recorder *rec, unsigned event_id, const uint64_t *words, size_t n,
+			     const struct relstack_verdict *v, const void *fields, size_t fields_size,
+			     unsigned flags)
+{
+	return write_as(rec, event_id, words, n, v, fields, fields_size, flags, false, 0);
+}
+
+int rs_recorder_write_tid(struct relstack_recorder *rec, uint32_t tid, unsigned event_id, const uint64_t *words,
+			  size_t n, const struct relstack_verdict *v, const void *fields, size_t fields_size,
+			  unsigned flags)
+{
+	return write_as(rec, event_id, words, n, v, fields, fields_size, flags, true, tid);
 }

@@ -542,8 +542,8 @@ static inline __attribute__((always_inline)) int write_stage(struct rs_ring *r, 
 	}
 	len = (RS_REC_FIXED + (in->kind == RS_REC_STACK_REF ? RS_STACK_REF_SIZE : in->nwords * r->word_size) +
 	       in->fields_size + 15) & ~(size_t)15;
-	tid = t->tid;
-	if (rs_unlikely(!tid))
+	tid = rs_unlikely(in->tid_given) ? in->tid : t->tid;
+	if (rs_unlikely(!tid && !in->tid_given))
 		tid = rs_ring_tid();
 
 	if (rs_unlikely(t->busy)) {

@@ -365,6 +365,13 @@ struct rs_rec_in {
 	uint64_t ref;         /* RS_REC_STACK_REF: rs_stacktab_ref()'s reference */
 	const void *fields;
 	size_t fields_size;
+	/*
+	 * The record's thread: the writing thread's, or with tid_given the
+	 * task a foreign source names (a kernel event's: its recorder writes
+	 * for every task, the idle task 0 among them).
+	 */
+	bool tid_given;
+	uint32_t tid;
 };
 
 /* Async-signal-safe (after the thread's first record: see ring-write.c). */

@@ -300,6 +300,61 @@ static char *present(const char *format, size_t *size)
 	return buf;
 }
 
+/* The file's records through @format twice, as two files named "a" and "b" (relstack_presenter__begin_file()). */
+static char *present_twice(const char *format, size_t *size)
+{
+	enum relstack_present_format fmt;
+	struct relstack_present_opts po = { .sz = sizeof(po) };
+	const struct relstack_decoded_record *dr;
+	struct relstack_presenter *p;
+	struct relstack_reader *r;
+	struct relstack_decoder *d = open_decoder(&r, NULL, 0);
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, size);
+
+	assert_non_null(f);
+	assert_int_equal(relstack_present_format_parse(format, &fmt), 0);
+	po.format = fmt;
+	assert_int_equal(relstack_presenter__new(&po, f, &p), 0);
+	for (const char *name = "a"; name; name = name[0] == 'a' ? "b" : NULL) {
+		assert_int_equal(relstack_presenter__begin_file(p, name, relstack_decoder__run_info(d)), 0);
+		relstack_decoder__rewind(d);
+		while (relstack_decoder__next(d, &dr) > 0)
+			assert_int_equal(relstack_presenter__record(p, dr), 0);
+	}
+	assert_int_equal(relstack_presenter__finish(p), 0);
+	relstack_presenter__free(p);
+	fclose(f);
+	relstack_decoder__free(d);
+	relstack_reader__close(r);
+	return buf;
+}
+
+static void records_of_several_files_say_which_file_and_aggregates_add_up(void **state)
+{
+	size_t n, one_n;
+	char *one = present("text", &one_n), *two = present_twice("text", &n), *want;
+
+	/* text: each file's records under its name, the records as one file's */
+	assert_int_not_equal(asprintf(&want, "==> a <==\n%s==> b <==\n%s", one, one), -1);
+	assert_string_equal(two, want);
+	free(want);
+	free(two);
+	free(one);
+	/* json: a "file" key first in every record */
+	two = present_twice("json", &n);
+	assert_int_equal(strncmp(two, "{\"file\":\"a\",\"run\":", strlen("{\"file\":\"a\",\"run\":")), 0);
+	assert_non_null(strstr(two, "\n{\"file\":\"b\",\"run\":"));
+	free(two);
+	/* folded: the stacks of both, added up */
+	one = present("folded", &one_n);
+	two = present_twice("folded", &n);
+	assert_non_null(strstr(one, " 1\n"));
+	assert_null(strstr(two, " 1\n"));
+	free(two);
+	free(one);
+}
+
 static void text_shows_the_verdict_the_fields_and_the_named_frame(void **state)
 {
 	size_t n;
@@ -443,6 +498,7 @@ int main(void)
 		cmocka_unit_test(speedscope_names_its_schema_and_has_a_sampled_profile),
 		cmocka_unit_test(html_is_one_page_with_the_stacks_and_no_network_reference),
 		cmocka_unit_test(an_unknown_format_is_refused),
+		cmocka_unit_test(records_of_several_files_say_which_file_and_aggregates_add_up),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

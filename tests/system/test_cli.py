@@ -11,6 +11,7 @@ Usage: test_cli.py RELSTACK DEMO PLUGIN MANPAGE
 """
 import json
 import os
+import pty
 import re
 import shutil
 import signal
@@ -39,6 +40,29 @@ def run_demo_exe(exe, path, plugin):
 
 def run_demo(path, plugin):
     return run_demo_exe(DEMO, path, plugin)
+
+
+def on_terminal(args, env=None):
+    """What `relstack ARGS` writes to a terminal that is its standard output, and its exit status."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([RELSTACK, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
+                             env=env)
+    finally:
+        os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # EIO: the command is gone, and what it wrote read
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    return p.wait(timeout=120), b"".join(chunks).replace(b"\r\n", b"\n"), err
 
 
 def run(*args, check=None):
@@ -202,8 +226,17 @@ class Cli(unittest.TestCase):
         tid = heads[0].split()[2]
         out = run("dump", "--tid", tid, "--format", "json", self.file, check=0).stdout
         self.assertTrue(all(json.loads(l)["tid"] == int(tid) for l in out.splitlines()))
-        self.assertEqual(run("dump", "--since", "+100000", self.file, check=0).stdout, "")
-        self.assertEqual(run("dump", "--until", "1970-01-01T00:00:01", self.file, check=0).stdout, "")
+        self.assertEqual(run("dump", "--event", "crash", self.file, check=0).stderr, "")
+
+    def test_a_filter_that_keeps_nothing_says_so_in_one_line_and_exits_0(self):
+        p = run("dump", "--since", "+100000", self.file, check=0)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(p.stderr, f"relstack: no record of the current run of {self.file} matches --since +100000\n")
+        p = run("report", "--event", "crash", "--until", "1970-01-01T00:00:01", "--format", "folded", self.file,
+                check=0)
+        self.assertEqual(p.stdout, "")
+        self.assertEqual(p.stderr, f"relstack: no record of the current run of {self.file} matches --event crash "
+                                   "--until 1970-01-01T00:00:01\n")
 
     def test_previous_run_survives_a_new_run(self):
         path = os.path.join(self.tmp, "two-runs.rsb")
@@ -220,7 +253,8 @@ class Cli(unittest.TestCase):
     def test_bad_usage_exits_1(self):
         for args in ([], ["frobnicate", self.file], ["dump"], ["dump", "--format", "xml", self.file],
                      ["info", "--tid", "1", self.file], ["dump", "--run", "last", self.file],
-                     ["report", "--symbols", "nofile", self.file], ["dump", self.file, self.file]):
+                     ["report", "--symbols", "nofile", self.file], ["info", self.file, self.file],
+                     ["dump", "-", "-"]):
             p = run(*args)
             self.assertEqual(p.returncode, 1, (args, p.stderr))
             self.assertTrue(p.stderr.startswith("relstack: "), p.stderr)
@@ -233,6 +267,92 @@ class Cli(unittest.TestCase):
         self.assertIn("'--symbols' does not apply", p.stderr)
         p = run("info", "--format", "folded", self.file, check=1)
         self.assertIn("text or json", p.stderr)
+        p = run("info", "-o", "SOMEFILE", self.file, check=1)
+        self.assertIn("'-o' does not apply", p.stderr)
+
+    def test_missing_and_unknown_commands_list_every_command_the_help_lists(self):
+        helped = re.findall(r"^  ([a-z]+) ", run("--help", check=0).stdout, re.M)
+        self.assertEqual(helped[:3], ["info", "dump", "report"])
+        self.assertIn("ps", helped)
+        for args in ([], ["frobnicate"]):
+            first = run(*args, check=1).stderr.splitlines()[0]
+            listed = re.search(r"\(([^)]*)\)$", first)
+            self.assertIsNotNone(listed, first)
+            self.assertEqual(re.split(r", | or ", listed.group(1)), helped, first)
+
+    def test_top_is_text_and_every_other_format_gets_one_message(self):
+        for fmt in ("folded", "json", "pprof", "perf-script", "speedscope", "html"):
+            p = run("report", "--top", "2", "--format", fmt, self.file, check=1)
+            self.assertEqual(p.stdout, "")
+            self.assertTrue(p.stderr.startswith("relstack: report: --top prints the most frequent stacks as text: "
+                                                f"it does not apply to --format {fmt}\n"), p.stderr)
+        top = run("report", "--top", "2", self.file, check=0).stdout
+        self.assertTrue(top.startswith("#1 "), top)
+        self.assertEqual(run("report", "--top", "2", "--format", "text", self.file, check=0).stdout, top)
+
+    def test_pprof_is_never_written_to_a_terminal_and_o_writes_any_format_to_a_file(self):
+        status, screen, err = on_terminal(["report", "--format", "pprof", self.file])
+        self.assertEqual((status, screen), (1, b""))
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("--format pprof writes gzip-compressed bytes", err)
+        self.assertIn("-o FILE", err)
+        out = os.path.join(self.tmp, "profile.pb.gz")
+        status, screen, err = on_terminal(["report", "--format", "pprof", "-o", out, self.file])
+        self.assertEqual((status, screen, err), (0, b"", ""))
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(2), b"\x1f\x8b")
+        # what standard output would get, colour aside
+        text = os.path.join(self.tmp, "report.txt")
+        self.assertEqual(run("report", "--output", text, self.file, check=0).stdout, "")
+        with open(text) as f:
+            self.assertEqual(f.read(), run("report", self.file, check=0).stdout)
+        p = run("report", "-o", os.path.join(self.tmp, "no-such-dir", "x"), self.file, check=2)
+        self.assertIn("no-such-dir/x: No such file or directory", p.stderr)
+
+    def test_no_color_in_the_environment_turns_auto_colour_off(self):
+        env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+        green = b"\033[32mreliable\033[0m"
+        self.assertIn(green, on_terminal(["report", "--no-lines", self.file], env)[1])
+        self.assertNotIn(b"\033[", on_terminal(["report", "--no-lines", self.file], dict(env, NO_COLOR="1"))[1])
+        # an empty NO_COLOR asks nothing; --color always is asked for
+        self.assertIn(green, on_terminal(["report", "--no-lines", self.file], dict(env, NO_COLOR=""))[1])
+        self.assertIn(green, on_terminal(["report", "--no-lines", "--color", "always", self.file],
+                                         dict(env, NO_COLOR="1"))[1])
+
+    def test_an_empty_debuginfod_option_is_taken(self):
+        self.assertEqual(run("report", "--debuginfod", "", "--no-lines", self.file, check=0).stdout,
+                         run("report", "--no-lines", self.file, check=0).stdout)
+
+    def test_several_files_and_a_directory_are_read_together_each_record_naming_its_file(self):
+        d = os.path.join(self.tmp, "several")
+        os.makedirs(d)
+        a, b = os.path.join(d, "a.relstack"), os.path.join(d, "b.relstack")
+        shutil.copy(self.file, a)
+        shutil.copy(self.file, b)
+        with open(os.path.join(d, "notes.txt"), "w") as f:
+            f.write("not a buffer file\n")
+        one = run("report", "--no-lines", self.file, check=0).stdout
+        self.assertNotIn("==>", one)
+        two = run("report", "--no-lines", a, b, check=0).stdout
+        self.assertEqual(two, f"==> {a} <==\n{one}==> {b} <==\n{one}")
+        # a directory: its buffer files, in name order
+        self.assertEqual(run("report", "--no-lines", d, check=0).stdout, two)
+        recs = [json.loads(l) for l in run("dump", "--format", "json", a, b, check=0).stdout.splitlines()]
+        self.assertEqual([r["file"] for r in recs], [a] * (len(recs) // 2) + [b] * (len(recs) // 2))
+        self.assertNotIn("file", json.loads(run("dump", "--format", "json", a, check=0).stdout.splitlines()[0]))
+
+        def folded(*files):
+            lines = run("report", "--format", "folded", *files, check=0).stdout.splitlines()
+            return {l.rsplit(" ", 1)[0]: int(l.rsplit(" ", 1)[1]) for l in lines}
+        self.assertEqual(folded(a, b), {k: 2 * v for k, v in folded(self.file).items()})
+        # a bad file among them: named, and nothing printed of the others
+        bad = self.damaged("bad.relstack", b"\0" * 100)
+        p = run("report", a, bad, check=2)
+        self.assertEqual(p.stdout, "")
+        self.assertIn(bad, p.stderr)
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty)
+        self.expect_input_error(["report", empty], empty, ["no buffer file"])
 
     def test_help_for_every_command(self):
         self.assertIn("Commands:", run("--help", check=0).stdout)

@@ -31,6 +31,11 @@ def complete(*words):
 class Completion(unittest.TestCase):
     def test_commands_are_completed(self):
         self.assertEqual(complete("re"), ["record", "report"])
+        # every command the help lists, no other
+        helped = re.findall(r"^  ([a-z]+) ", subprocess.run([RELSTACK, "--help"], capture_output=True, text=True,
+                                                              timeout=60).stdout, re.M)
+        self.assertIn("ps", helped)
+        self.assertEqual([w for w in complete("") if not w.startswith("-")], sorted(helped))
         self.assertEqual(complete("kernel", ""), ["clean", "import", "record", "symbols"])
 
     def test_each_commands_options_are_those_its_help_lists(self):

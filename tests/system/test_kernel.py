@@ -289,6 +289,23 @@ class Kernel(unittest.TestCase):
         self.assertTrue(states)
         self.assertEqual(set(states), {1})
 
+    def test_each_record_is_of_its_events_task_and_tid_selects_a_task(self):
+        f = os.path.join(self.tmp, "tid.rsb")
+        rec = Background("-o", f, "-e", f"sched:sched_switch:{OURS}", "-d", "600")
+        self.addCleanup(rec.stop)
+        rec.wait_recording()
+        child = workload(0.3)
+        child.wait()
+        rec.p.send_signal(signal.SIGINT)
+        status, err = rec.finish()
+        self.assertEqual(status, 0, err)
+        every = report_json(f)
+        self.assertTrue(every, "no switch of the workload recorded")
+        # the record's thread is the event's task (its pid field), not the recorder's
+        self.assertEqual({(r["tid"], r["fields"]["pid"]) for r in every}, {(child.pid, child.pid)})
+        self.assertEqual(len(report_json(f, "--tid", str(child.pid))), len(every))
+        self.assertEqual(report_json(f, "--tid", str(rec.p.pid)), [])
+
     def test_no_word_of_the_file_is_a_kernel_address(self):
         with open(self.file, "rb") as f:
             data = f.read()

@@ -91,6 +91,28 @@ class Readme(unittest.TestCase):
                               capture_output=True, text=True, check=True).stdout
         self.assertIn("frame_pointer_cflags", desc.split())
 
+    def test_a_program_built_with_the_uninstalled_pkg_config_file_builds_and_runs(self):
+        """The build's meson-uninstalled/relstack-uninstalled.pc alone: headers, library, frame-pointer flags."""
+        env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(BUILD, "meson-uninstalled"))
+
+        def pc(*args):
+            return subprocess.run(["pkg-config", *args, "relstack-uninstalled"], env=env, capture_output=True,
+                                  text=True, check=True).stdout.split()
+        flags = pc("--variable=frame_pointer_cflags")
+        self.assertEqual(flags, ["-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer"])
+        cflags, libs = pc("--cflags"), pc("--libs")
+        with tempfile.TemporaryDirectory(prefix="relstack-pc-") as tmp:
+            app, exe = os.path.join(tmp, "app.c"), os.path.join(tmp, "app")
+            with open(app, "w") as f:
+                f.write(APP)
+            p = subprocess.run(CC + ["-O2"] + flags + cflags + [app, "-o", exe] + libs, capture_output=True,
+                               text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            # an uninstalled library is found where -L names it
+            run_env = dict(os.environ, LD_LIBRARY_PATH=":".join(l[2:] for l in libs if l.startswith("-L")))
+            p = subprocess.run([exe], env=run_env, capture_output=True, text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stdout.split()), (0, ["reliable"]), p.stderr)
+
     def test_frames_without_frame_pointers_are_reliable_only_where_their_cfi_is_followed(self):
         env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(BUILD, "meson-private"))
         flags = subprocess.run(["pkg-config", "--variable=frame_pointer_cflags", "relstack"], env=env,

@@ -12,6 +12,7 @@ Usage: test_record.py RELSTACK TARGET GDB [PERF]
 """
 import json
 import os
+import pty
 import re
 import resource
 import shlex
@@ -257,6 +258,39 @@ class RecordTest(unittest.TestCase):
         self.assertEqual(counts["matched"], 0)
         self.assertGreaterEqual(counts["unmatched"], 1500)
         self.assertEqual(counts["unmatched"], self.gdb_hits("__libc_write if $rdi != 2", args))
+
+    def test_on_one_terminal_for_the_report_and_its_messages_no_progress_line_lands_in_the_report(self):
+        self.need_same_machine(PYTHON)
+        # some 200000 stacks: their report takes seconds, past the second after which a progress line shows
+        r = self.record(PYTHON, "-c", "x = [str(i) * 100 for i in range(200000)]",
+                        options=["--size", str(256 << 20), "--call", "malloc"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        path = self.only_file("python3")
+        master, slave = pty.openpty()
+        try:
+            p = subprocess.Popen([RELSTACK, "report", "--no-lines", path], stdin=subprocess.DEVNULL, stdout=slave,
+                                 stderr=slave, close_fds=True)
+            os.close(slave)
+            chunks = []
+            while True:
+                try:
+                    chunk = os.read(master, 1 << 20)
+                except OSError:  # EIO: every writer of the terminal is gone
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            self.assertEqual(p.wait(timeout=600), 0)
+        finally:
+            os.close(master)
+        text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+        m = re.search(r"relstack: \d+ of \d+ records", text)
+        self.assertIsNone(m, m and repr(text[max(0, m.start() - 200):m.end() + 200]))
+        lines = text.split("\n")
+        head = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]+Z tid \d+ \w")
+        heads = [l for l in lines if l and not l.startswith(" => ") and not l.startswith("relstack: ")]
+        self.assertGreater(len(heads), 100000)
+        self.assertEqual([l for l in heads if not head.match(l)][:3], [])
 
     def test_a_plugin_found_by_the_callers_runpath_is_found_under_the_agent(self):
         # the C library searches the dlopen caller's DT_RUNPATH: the caller must stay the program
