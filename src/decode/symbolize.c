@@ -310,17 +310,6 @@ static const char *base_name(const char *path)
 	return b ? b + 1 : path;
 }
 
-static void hex(char *out, const uint8_t *p, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[p[i] >> 4];
-		out[2 * i + 1] = digits[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 __attribute__((format(printf, 2, 3)))
 static void set_error(struct source *src, const char *fmt, ...)
 {
@@ -420,8 +409,8 @@ static enum check open_checked(struct resolve *r, const char *path, struct elf_f
 		if ((size_t)bid_len != obj->build_id_len || memcmp(bid, obj->build_id, obj->build_id_len)) {
 			char want[2 * RELSTACK_BUILD_ID_MAX + 1], got[2 * RELSTACK_BUILD_ID_MAX + 1];
 
-			hex(want, obj->build_id, obj->build_id_len);
-			hex(got, bid, (size_t)bid_len < RELSTACK_BUILD_ID_MAX ? (size_t)bid_len : RELSTACK_BUILD_ID_MAX);
+			rs_hex(want, obj->build_id, obj->build_id_len);
+			rs_hex(got, bid, (size_t)bid_len < RELSTACK_BUILD_ID_MAX ? (size_t)bid_len : RELSTACK_BUILD_ID_MAX);
 			set_error(r->src, "%s: build-id %s does not match %s (build-id %s)",
 				  base_name(obj->path), want, path, got);
 			r->mismatch = true;
@@ -438,7 +427,7 @@ static enum check open_checked(struct resolve *r, const char *path, struct elf_f
 		/* the object had a build-id, this file has none: it cannot be the same build */
 		char want[2 * RELSTACK_BUILD_ID_MAX + 1];
 
-		hex(want, obj->build_id, obj->build_id_len);
+		rs_hex(want, obj->build_id, obj->build_id_len);
 		set_error(r->src, "%s: build-id %s does not match %s (no build-id)",
 			  base_name(obj->path), want, path);
 		r->mismatch = true;
@@ -545,7 +534,7 @@ static void try_build_id(struct resolve *r, const char *dir)
 
 	if (obj->build_id_len < 2)
 		return;
-	hex(hexid, obj->build_id, obj->build_id_len);
+	rs_hex(hexid, obj->build_id, obj->build_id_len);
 	if (snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", dir, hexid, hexid + 2) <
 	    (int)sizeof(path))
 		try_path(r, path, false, 0);
@@ -684,8 +673,8 @@ static void try_map(struct resolve *r, const struct map *m)
 	    (info.build_id_len != obj->build_id_len || memcmp(info.build_id, obj->build_id, obj->build_id_len))) {
 		char want[2 * RELSTACK_BUILD_ID_MAX + 1], got[2 * sizeof(info.build_id) + 1];
 
-		hex(want, obj->build_id, obj->build_id_len);
-		hex(got, info.build_id, info.build_id_len);
+		rs_hex(want, obj->build_id, obj->build_id_len);
+		rs_hex(got, info.build_id, info.build_id_len);
 		set_error(src, "%s: build-id %s does not match symbol file %s (build-id %s)",
 			  base_name(obj->path), want, m->file, got);
 		r->mismatch = true;

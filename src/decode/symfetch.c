@@ -64,7 +64,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void hex(char *out, const uint8_t *p, size_t n)
+void rs_hex(char *out, const uint8_t *p, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
 
@@ -106,7 +106,7 @@ static int progress(debuginfod_client *c, long a, long b)
 	if (!f->said) {
 		char id[2 * 64 + 1];
 
-		hex(id, f->build_id, f->build_id_len < 64 ? f->build_id_len : 64);
+		rs_hex(id, f->build_id, f->build_id_len < 64 ? f->build_id_len : 64);
 		say(f, false, "%s: fetching its %s from debuginfod (build-id %s)", f->object, f->what, id);
 		f->said = true;
 	}
@@ -182,7 +182,7 @@ static void forget_miss(struct rs_fetch *f)
 
 	if (!cache_dir(dir, sizeof(dir)))
 		return;
-	hex(id, f->build_id, f->build_id_len < 64 ? f->build_id_len : 64);
+	rs_hex(id, f->build_id, f->build_id_len < 64 ? f->build_id_len : 64);
 	if (snprintf(path, sizeof(path), "%s/%s/%s", dir, id, f->what) >= (int)sizeof(path))
 		return;
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 && st.st_mtime >= f->start_s)

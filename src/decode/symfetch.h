@@ -23,6 +23,9 @@ struct rs_fetch_opts {
 struct rs_fetch;
 
 /* A fetcher (its libdebuginfod client is made at the first find): NULL for no memory. */
+/* @n bytes of @p as lower-case hex digits at @out (2 * @n + 1 bytes): a build-id as debuginfod and .build-id paths spell it. */
+void rs_hex(char *out, const uint8_t *p, size_t n);
+
 struct rs_fetch *rs_fetch_new(const struct rs_fetch_opts *opts);
 void rs_fetch_free(struct rs_fetch *f);
 
