@@ -127,7 +127,7 @@ static void json_object(const struct relstack_object *o)
 	       o->flags & RELSTACK_OBJECT_VDSO ? "true" : "false", o->flags & RELSTACK_OBJECT_NO_FP ? "true" : "false");
 }
 
-static void info_objects(struct relstack_reader *r, enum relstack_run_which w, bool json)
+static void info_objects(struct relstack_reader *r, enum relstack_run_which w, uint64_t full, bool json)
 {
 	unsigned n = relstack_reader__object_count(r, w);
 	bool first = true;
@@ -135,7 +135,7 @@ static void info_objects(struct relstack_reader *r, enum relstack_run_which w, b
 	if (json) {
 		printf(",\"objects\":[");
 	} else {
-		printf("objects: %u slots\n", n);
+		printf("objects: %u slots; %" PRIu64 " objects found no free slot (their frames are UNKNOWN)\n", n, full);
 		printf("  %-5s %-9s %-8s %-40s %s\n", "slot", "state", "base", "build-id", "path");
 	}
 	for (uint32_t s = 0; s < n; s++) {
@@ -278,12 +278,12 @@ static void info_json(struct relstack_reader *r, const struct rs_tool_opts *o, c
 		printf("null");
 	printf(",\"ring_size\":%" PRIu64 ",\"chunk_size\":%u,\"write_areas\":%u,\"objtab_capacity\":%u,\"schema_capacity\":%u,"
 	       "\"mode\":\"%s\",\"absolute_allowed\":%s,\"records\":%" PRIu64 ",\"lost\":%" PRIu64
-	       ",\"overwritten\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"written\":%" PRIu64 "}",
+	       ",\"overwritten\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"written\":%" PRIu64 ",\"objtab_full\":%" PRIu64 "}",
 	       ri->ring_size, ri->chunk_size, ri->areas, ri->objtab_capacity, ri->schema_capacity,
 	       ri->mode == RELSTACK_MODE_STOP ? "stop-when-full" : "overwrite-oldest", ri->addresses ? "true" : "false",
-	       ri->records, ri->lost, ri->overwritten, ri->skipped, ri->written);
+	       ri->records, ri->lost, ri->overwritten, ri->skipped, ri->written, ri->objtab_full);
 	info_stack_table(r, o->run, true);
-	info_objects(r, o->run, true);
+	info_objects(r, o->run, ri->objtab_full, true);
 	info_schemas(r, o->run, true);
 	printf("}\n");
 }
@@ -332,7 +332,7 @@ int rs_tool_info(struct relstack_reader *r, const struct rs_tool_opts *o)
 	       " skipped (partial or damaged), %" PRIu64 " bytes written\n",
 	       ri.records, ri.lost, ri.overwritten, ri.skipped, ri.written);
 	info_stack_table(r, o->run, false);
-	info_objects(r, o->run, false);
+	info_objects(r, o->run, ri.objtab_full, false);
 	info_schemas(r, o->run, false);
 	return 0;
 }

@@ -118,6 +118,8 @@ struct relstack_run_info {
 					  an unknown kind, or reserved bits set */
 	uint64_t gap_bytes;            /* bytes holding no record head (never written, cut off, or damaged) */
 	uint32_t areas;                /* write areas the ring is split into (one per possible CPU) */
+	/* written by the recorder; last, so that the fields above keep their places */
+	uint64_t objtab_full;          /* objects that found no free slot in the object table: their frames are UNKNOWN */
 };
 
 /*

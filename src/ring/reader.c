@@ -1056,6 +1056,8 @@ int relstack_reader__run_info(const struct relstack_reader *r, enum relstack_run
 	out->objtab_capacity = v->objtab_cap;
 	out->schema_capacity = h->schema_capacity;
 	out->lost = h->lost;
+	if (v->objtab_cap)
+		out->objtab_full = ((const struct rs_objtab_image_head *)v->objtab)->full;
 	for (uint32_t a = 0; a < h->areas; a++) {
 		out->written += h->area[a].head - h->base;
 		out->overwritten += h->area[a].overwritten;

@@ -115,6 +115,17 @@ class Cli(unittest.TestCase):
         self.assertRegex(out, r"counters: \d+ records, 0 lost")
         self.assertIn("request", out)
 
+    def test_info_says_how_many_objects_found_no_free_slot_in_the_object_table(self):
+        out = run("info", self.file, check=0).stdout
+        m = re.search(r"^objects: (\d+) slots; (\d+) objects found no free slot \(their frames are UNKNOWN\)$", out,
+                      re.M)
+        self.assertIsNotNone(m, out)
+        # the demo loads a handful of objects into a table of hundreds of slots: none is refused
+        self.assertEqual(int(m.group(2)), 0, out)
+        js = json.loads(run("info", "--format", "json", self.file, check=0).stdout)
+        self.assertEqual(js["run"]["objtab_full"], 0)
+        self.assertEqual(js["run"]["objtab_capacity"], int(m.group(1)))
+
     def test_info_shows_the_stack_table_with_its_entries_hit_rate_and_fallbacks(self):
         out = run("info", self.file, check=0).stdout
         m = re.search(r"stack table: (\d+) bytes, (\d+) entries in \d+ of \d+ entry bytes; hit rate [\d.]+ % "

@@ -3,21 +3,25 @@
 """`relstack report --format pprof` read by the program its users open it
 with: `go tool pprof` (Debian golang-go).
 
-Two sampled runs: a C program built here with -O2, whose static inline
+Three sampled runs: a C program built here with -O2, whose static inline
 functions are inlined into several callers (so a location lists several
 functions, some of them met for the first time as inlined ones) and whose
-deep recursion gives truncated, unreliable stacks; and Debian's python3
+deep recursion gives truncated, unreliable stacks; a C++ program built
+here with -O2 and frame pointers, whose lambda is inlined into
+std::for_each and a template taking the callable; and Debian's python3
 computing pow() and sin(), whose frames in libm have inlined functions
 where the C library's debug files are installed.  For each, pprof must
 accept the file, and its stacks (functions with their inlined callers),
 totals, reliability labels and mappings must be what `relstack report
 --format json` says of the same file; -tagfocus/-tagignore select the
 unreliable samples; -disasm and -list show the C program's code with the
-samples on it.
+samples on it.  A profile that `go tool pprof -proto` writes back has the
+same samples, locations (with their functions and lines) and mappings.
 
 Usage: test_pprof_go.py RELSTACK SANITIZE
 Exit status 77 (skipped), saying why, without go or gcc, or in a
-sanitizer build (relstack record cannot preload its agent there).
+sanitizer build (relstack record cannot preload its agent there); the
+C++ program's tests are skipped, saying why, without a C++ compiler.
 """
 import collections
 import json
@@ -40,6 +44,8 @@ RELSTACK = os.path.abspath(RELSTACK)
 PYTHON = "/usr/bin/python3"
 # The build's C compiler (tests/system/meson.build sets CC: gcc -m32 for an i386 build).
 CC = shlex.split(os.environ.get("CC", "gcc"))
+# The C++ compiler: CXX, or c++ with the C compiler's flags (-m32 for an i386 build).
+CXX = shlex.split(os.environ.get("CXX", "")) or ["c++"] + CC[1:]
 
 # mix() is inlined into twice(), both into alpha(), beta() and deep();
 # deep() recurses deeper than a stack record holds (truncated: unreliable).
@@ -100,6 +106,46 @@ int main(int argc, char **argv)
 }
 """
 ROUNDS = "900"
+
+# A lambda inlined into std::for_each, itself inlined into a template that
+# takes the callable (over_all, kept out of line): a location of three
+# functions, whose names GCC spells three ways (the lambda's operator() has
+# no linkage name; for_each's DWARF name and over_all's demangled symbol
+# name the closure type).  Built with frame pointers, as a program that
+# wants reliable stacks is.
+CXX_PROGRAM = r"""
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+static volatile unsigned sink;
+
+template <typename F>
+__attribute__((noinline)) unsigned over_all(std::vector<unsigned> &v, F f)
+{
+	std::for_each(v.begin(), v.end(), f);
+	return v[0];
+}
+
+int main(int argc, char **argv)
+{
+	std::vector<unsigned> v(4096, 1);
+	unsigned total = 0;
+
+	for (int round = std::atoi(argv[1]); round > 0; round--) {
+		total += over_all(v, [](unsigned &x) {
+			for (int i = 0; i < 16; i++)                 // LAMBDA
+				x = x * 2654435761u ^ (x >> 13);     // LAMBDA
+		});
+		total += over_all(v, [round](unsigned &x) { x += (x >> 7) ^ (unsigned)round; });
+	}
+	sink = total;
+	return 0;
+}
+"""
+CXX_ROUNDS = "6000"
+# The lines of the first lambda's body.
+LAMBDA_LINES = {n for n, text in enumerate(CXX_PROGRAM.splitlines(), 1) if text.endswith("// LAMBDA")}
 PYTHON_WORK = "import math\nfor i in range(2000000):\n    math.pow(1.5 + i, 0.37); math.sin(1e6 + i)\n"
 
 
@@ -215,6 +261,19 @@ class PprofGo(unittest.TestCase):
             self.runs["program"] = (prog,) + self.record("program", prog, ROUNDS)
         return self.runs["program"]
 
+    def cxx_program(self):
+        """The C++ program's run, recorded once for the tests that use it."""
+        if not shutil.which(CXX[0]):
+            self.skipTest(f"{CXX[0]} is not installed (Debian package g++): the C++ test program is built at test "
+                          "time")
+        if "cxx" not in self.runs:
+            src, prog = os.path.join(self.tmp, "lambdas.cc"), os.path.join(self.tmp, "lambdas")
+            with open(src, "w") as f:
+                f.write(CXX_PROGRAM)
+            subprocess.run(CXX + ["-O2", "-g", "-fno-omit-frame-pointer", "-o", prog, src], check=True)
+            self.runs["cxx"] = (prog,) + self.record("cxx", prog, CXX_ROUNDS)
+        return self.runs["cxx"]
+
     def check_profile(self, profile, records, info):
         """What every profile must show, against relstack's JSON of the same file; its -raw parts."""
         samples, locations, mappings = parse_raw(self.pprof("-raw", "-symbolize=none", profile))
@@ -329,6 +388,45 @@ class PprofGo(unittest.TestCase):
         calls = [cum for _, cum, _, text in lines if text.strip() == "return mix(x) + mix(x ^ 0x5bd1e995u);"]
         self.assertEqual(len(calls), 1, out)
         self.assertNotEqual(calls[0], ".")
+
+    def test_a_cxx_lambda_inlined_into_templates_is_listed_under_the_templates_that_take_it(self):
+        _, _, profile, records, info = self.cxx_program()
+        _, locations, _ = self.check_profile(profile, records, info)
+        # the locations in the first lambda's body: the lambda innermost, then
+        # the templates it was inlined into, each named after the closure type
+        chains = [loc["lines"] for loc in locations.values()
+                  if loc["lines"] and loc["lines"][0][1].endswith("/lambdas.cc") and loc["lines"][0][2] in LAMBDA_LINES]
+        self.assertTrue(chains, "no sample in the lambda's body")
+        for lines in chains:
+            names = [line[0] for line in lines]
+            self.assertGreaterEqual(len(lines), 2, lines)
+            self.assertIn("operator()", names[0], lines)
+            self.assertRegex(names[-1], r"^unsigned int over_all<main::\{lambda\(unsigned int&\)#1\}>\(", lines)
+            self.assertTrue(all("lambda" in n for n in names[1:]), lines)
+            if len(lines) > 2:
+                self.assertTrue(names[1].startswith("for_each<"), lines)
+        top = self.pprof("-top", "-sample_index=samples", "-nodecount=100", profile)
+        self.assertRegex(top, r"(?m)^\s*\d+ .* operator\(\) \(inline\)$")
+        self.assertRegex(top, r"(?m)^\s*\d+ .* unsigned int over_all( \[clone [^]]*\])?$")
+        self.assertEqual(int(re.search(r"of (\d+) total", top).group(1)),
+                         sum(1 for r in records if r["has_stack"]))
+
+    def test_a_profile_written_back_by_pprof_proto_has_the_same_samples_locations_and_functions(self):
+        for name, run in [("C", self.program), ("C++", self.cxx_program)]:
+            with self.subTest(program=name):
+                profile = run()[2]
+                p = subprocess.run(["go", "tool", "pprof", "-proto", "-symbolize=none", profile], capture_output=True,
+                                   cwd=self.tmp, env=self.env, timeout=300)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                again = profile + ".proto.pb.gz"
+                with open(again, "wb") as f:
+                    f.write(p.stdout)
+                before = parse_raw(self.pprof("-raw", "-symbolize=none", profile))
+                after = parse_raw(self.pprof("-raw", "-symbolize=none", again))
+                self.assertTrue(before[0] and before[1], before)
+                self.assertEqual(after[0], before[0])  # samples: values, location ids, labels
+                self.assertEqual(after[1], before[1])  # locations: addresses, mappings, functions with file:line
+                self.assertEqual(after[2], before[2])  # mappings
 
     def test_python3_sampled_through_libm_is_read_with_its_functions_and_totals(self):
         if elf_machine(PYTHON) != elf_machine(RELSTACK):
