@@ -72,7 +72,7 @@ check: all $(ASAN)/build.ninja $(TSAN)/build.ninja $(FUZZB)/build.ninja
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		$(TIMED) "ThreadSanitizer concurrency suite" $(MESON) test -C $(TSAN) --print-errorlogs --suite concurrency
 	$(TIMED) "fuzzing build" ninja -C $(FUZZB)
-	$(TIMED) "fuzzing" $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15 GEN_SECONDS=0
+	$(TIMED) "fuzzing" $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15 GEN_SECONDS=0 DEPS_DONE=1
 	$(MAKE) --no-print-directory check-cross DEPS_DONE=1
 
 # The other architectures (scripts/cross-check.sh): build, tests, and files
