@@ -15,3 +15,18 @@ def frame_names(fr):
     if not fr.get("symbol"):
         return ["%s+%s" % (os.path.basename(fr["object"]), fr["offset"])]
     return [fr["symbol"]] + [i["symbol"] for i in reversed(fr["inlined"])]
+
+
+def exit_unless_recordable(cc, sanitize):
+    """Exits 77 (meson's skip), saying why, where the tests cannot build
+    and sample a program: no compiler @cc (an argv list), or a sanitizer
+    build (@sanitize is not "none"), whose runtime refuses the preloaded
+    agent."""
+    import shutil
+    import sys
+    if not shutil.which(cc[0]):
+        print(f"SKIP: {cc[0]} is not installed (Debian package gcc): the test program is built at test time")
+        sys.exit(77)
+    if sanitize != "none":
+        print("SKIP: relstack record preloads the agent, which a sanitizer build's runtime refuses")
+        sys.exit(77)

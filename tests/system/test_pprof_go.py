@@ -35,7 +35,7 @@ import sys
 import tempfile
 import unittest
 
-from call_tree import frame_names
+from call_tree import exit_unless_recordable, frame_names
 from elf_program import elf_machine
 
 RELSTACK, SANITIZE = sys.argv[1:3]
@@ -449,10 +449,5 @@ if __name__ == "__main__":
     if not shutil.which("go"):
         print("SKIP: go (the Debian package golang-go) is not installed: go tool pprof reads the pprof output")
         sys.exit(77)
-    if not shutil.which(CC[0]):
-        print(f"SKIP: {CC[0]} is not installed (Debian package gcc): the test program is built at test time")
-        sys.exit(77)
-    if SANITIZE != "none":
-        print("SKIP: relstack record preloads the agent, which a sanitizer build's runtime refuses")
-        sys.exit(77)
+    exit_unless_recordable(CC, SANITIZE)
     unittest.main(verbosity=2)
